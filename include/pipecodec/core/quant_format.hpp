@@ -1,0 +1,101 @@
+// The 24 codec-parameter bytes of a quantization header, and its full validation.
+//   0 bits | 1 scale mode | 2 rounding | 3 scale dtype | 4 group kind | 5..7 zero
+//   8..15 effective group length (u64) | 16..23 seed used for stochastic rounding (u64)
+#pragma once
+
+#include "quant_layout.hpp"
+#include "quant_math.hpp"
+
+namespace pipecodec::detail {
+
+PIPECODEC_HD void write_quant_params(uint8_t* p, const quant_params& q, uint64_t group_len,
+                                     uint64_t seed) {
+  p[0] = q.bits;
+  p[1] = uint8_t(q.scale);
+  p[2] = uint8_t(q.round);
+  p[3] = uint8_t(q.scale_dtype);
+  p[4] = uint8_t(q.group);
+  p[5] = p[6] = p[7] = 0;
+  put_u64(p + 8, group_len);
+  put_u64(p + 16, seed);
+}
+
+// Reads the parameters back and checks them against the shape; returns invalid_header
+// for anything an encoder could not have written.
+PIPECODEC_HD status read_quant_params(const uint8_t* p, const shape& s, quant_params& q) {
+  if (p[5] != 0 || p[6] != 0 || p[7] != 0) return status::invalid_header;
+  q.bits = p[0];
+  q.scale = scale_mode(p[1]);
+  q.round = rounding(p[2]);
+  q.scale_dtype = dtype(p[3]);
+  q.group = group_kind(p[4]);
+  const uint64_t group_len = get_u64(p + 8);
+  q.group_size = q.group == group_kind::elements && group_len <= 0xFFFFFFFFu ? uint32_t(group_len) : 128u;
+  if (!valid_quant_params(q)) return status::invalid_header;
+  return group_len == effective_group_len(q, s) ? status::success : status::invalid_header;
+}
+
+// A parsed, size-checked quantization payload.
+struct quant_payload {
+  header hdr;
+  quant_params q;
+  quant_layout layout;
+  const uint8_t* bytes;
+};
+
+PIPECODEC_HD status parse_quant_payload(const void* payload, uint64_t len, quant_payload& out) {
+  const uint8_t* p = static_cast<const uint8_t*>(payload);
+  status st = read_header(p, len, out.hdr);
+  if (!ok(st)) return st;
+  if (out.hdr.codec != codec_id::quant) return status::unknown_codec;
+  if (out.hdr.flags != 0) return status::invalid_header;
+  st = read_quant_params(out.hdr.params, out.hdr.shp, out.q);
+  if (!ok(st)) return st;
+  if (!make_quant_layout(out.q, out.hdr.shp, out.layout)) return status::invalid_header;
+  if (out.hdr.total_bytes != out.layout.total) return status::size_mismatch;
+  out.bytes = p;
+  return status::success;
+}
+
+// Group g's stored scale and offset (0 for absmax).
+PIPECODEC_HD void load_group(const quant_payload& qp, uint64_t g, float& scale, float& offset) {
+  const quant_layout& L = qp.layout;
+  const uint8_t* sec = qp.bytes + L.params_offset;
+  if (L.scale_bytes == 4) {
+    scale = bit_cast<float>(get_u32(sec + 4 * g));
+    offset = L.has_offset ? bit_cast<float>(get_u32(sec + 4 * (L.groups + g))) : 0.0F;
+  } else {
+    scale = f16_to_f32(get_u16(sec + 2 * g));
+    offset = L.has_offset ? f16_to_f32(get_u16(sec + 2 * (L.groups + g))) : 0.0F;
+  }
+  if (offset == 0.0F) offset = 0.0F;  // canonical zero
+}
+
+PIPECODEC_HD void store_group(uint8_t* payload, const quant_layout& L, uint64_t g,
+                              const group_params& gp) {
+  uint8_t* sec = payload + L.params_offset;
+  if (L.scale_bytes == 4) {
+    put_u32(sec + 4 * g, bit_cast<uint32_t>(gp.scale));
+    if (L.has_offset) put_u32(sec + 4 * (L.groups + g), bit_cast<uint32_t>(gp.offset));
+  } else {
+    put_u16(sec + 2 * g, f32_to_f16(gp.scale));
+    if (L.has_offset) put_u16(sec + 2 * (L.groups + g), f32_to_f16(gp.offset));
+  }
+}
+
+// Raw stored fields are checked (not the derived offset): fp16 Inf/NaN or a negative
+// scale is rejected before conversion hides it.
+PIPECODEC_HD bool valid_stored_group(const quant_payload& qp, uint64_t g) {
+  const quant_layout& L = qp.layout;
+  if (L.scale_bytes == 2) {
+    const uint8_t* sec = qp.bytes + L.params_offset;
+    const uint16_t s = get_u16(sec + 2 * g);
+    if (s >= 0x7C00u) return false;  // negative, Inf or NaN
+    if (L.has_offset && (get_u16(sec + 2 * (L.groups + g)) & 0x7C00u) == 0x7C00u) return false;
+  }
+  float scale, offset;
+  load_group(qp, g, scale, offset);
+  return valid_group(scale, offset, qp.q);
+}
+
+}  // namespace pipecodec::detail

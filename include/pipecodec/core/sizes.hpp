@@ -1,0 +1,37 @@
+// Sizes known on the host before any data is seen, so a runtime can allocate its payload
+// and workspace buffers once (and capture its step in a CUDA graph).
+#pragma once
+
+#include "plain_format.hpp"
+#include "quant_layout.hpp"
+
+namespace pipecodec {
+
+// Exact payload size for fixed-size codecs, an upper bound otherwise; 0 when the spec is
+// invalid for the shape (0 is never a valid size: the header alone takes 64 bytes).
+inline size_t encoded_bytes(const spec& s, const shape& shp) {
+  switch (s.codec) {
+    case codec_id::quant: {
+      detail::quant_layout L;
+      return detail::make_quant_layout(s.quant, shp, L) ? size_t(L.total) : 0;
+    }
+    case codec_id::plain: {
+      detail::plain_layout L;
+      return detail::make_plain_layout(s.plain, shp, L) ? size_t(L.total) : 0;
+    }
+    default: return 0;
+  }
+}
+
+// Scratch memory an encode or decode needs, the same figure for both backends so one
+// allocation serves either. Quantization needs none.
+inline size_t workspace_bytes(const spec& s, const shape& shp) {
+  (void)shp;
+  switch (s.codec) {
+    case codec_id::quant:
+    case codec_id::plain: return 0;
+    default: return 0;
+  }
+}
+
+}  // namespace pipecodec

@@ -1,0 +1,63 @@
+// Every operation reports a status; nothing in the core throws.
+#pragma once
+
+#include "config.hpp"
+
+namespace pipecodec {
+
+enum class status : int {
+  success = 0,
+  invalid_argument,     // null pointer with a non-zero size, unknown enum value
+  invalid_spec,         // a spec field out of range (bits, group, k, ...)
+  invalid_shape,        // shape does not fit the spec (e.g. u16 indices with cols > 65536)
+  not_supported,        // a combination this build does not provide
+  buffer_too_small,     // payload capacity below encoded_bytes()
+  workspace_too_small,  // workspace below workspace_bytes()
+  misaligned,           // a pointer that must be aligned is not
+  aliasing,             // input and output buffers overlap
+  size_overflow,        // a size does not fit in 64 bits
+  truncated,            // payload shorter than its header or than its declared size
+  bad_magic,            // not a pipecodec payload
+  unsupported_version,  // a payload of a format version this build cannot read
+  unknown_codec,        // codec id not known to this build
+  invalid_header,       // a header field out of range or a reserved field not zero
+  size_mismatch,        // declared size disagrees with the size the header implies
+  shape_mismatch,       // payload shape or dtype differs from the output view
+  corrupt_payload,      // section contents invalid (non-finite scale, bad index, ...)
+  state_mismatch,       // stateful codec: state shape/dtype differs from the payload
+  id_mismatch,          // stateful codec: sample ids differ from those expected
+  capacity_exceeded,    // a store has no room for another sample
+  cuda_error,           // a CUDA runtime call failed
+};
+
+PIPECODEC_HD constexpr bool ok(status s) { return s == status::success; }
+
+inline const char* to_string(status s) {
+  switch (s) {
+    case status::success: return "success";
+    case status::invalid_argument: return "invalid argument";
+    case status::invalid_spec: return "invalid spec";
+    case status::invalid_shape: return "invalid shape";
+    case status::not_supported: return "not supported";
+    case status::buffer_too_small: return "payload buffer too small";
+    case status::workspace_too_small: return "workspace too small";
+    case status::misaligned: return "misaligned pointer";
+    case status::aliasing: return "input and output overlap";
+    case status::size_overflow: return "size overflows 64 bits";
+    case status::truncated: return "payload truncated";
+    case status::bad_magic: return "bad magic (not a pipecodec payload)";
+    case status::unsupported_version: return "unsupported format version";
+    case status::unknown_codec: return "unknown codec";
+    case status::invalid_header: return "invalid header field";
+    case status::size_mismatch: return "declared size does not match header";
+    case status::shape_mismatch: return "payload shape or dtype does not match output";
+    case status::corrupt_payload: return "corrupt payload contents";
+    case status::state_mismatch: return "state does not match payload";
+    case status::id_mismatch: return "sample ids do not match";
+    case status::capacity_exceeded: return "store capacity exceeded";
+    case status::cuda_error: return "CUDA runtime error";
+  }
+  return "unknown status";
+}
+
+}  // namespace pipecodec

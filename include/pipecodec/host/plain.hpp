@@ -1,0 +1,78 @@
+// Host backend of the plain codec: elements converted to the wire dtype and back.
+#pragma once
+
+#include "../core/dispatch.hpp"
+#include "../core/plain_format.hpp"
+#include "overlap.hpp"
+
+namespace pipecodec::host::detail {
+
+using namespace pipecodec::detail;
+
+inline status encode_plain(const plain_params& pp, const_tensor_view in, void* payload,
+                           size_t capacity, size_t* written) {
+  plain_layout L;
+  if (!valid_dtype(uint8_t(pp.wire))) return status::invalid_spec;
+  if (!make_plain_layout(pp, in.shp, L)) return status::size_overflow;
+  if (payload == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
+  if (capacity < L.total) return status::buffer_too_small;
+  if (overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
+  uint8_t* p = static_cast<uint8_t*>(payload);
+  header h;
+  h.codec = codec_id::plain;
+  h.type = in.type;
+  h.shp = in.shp;
+  h.total_bytes = L.total;
+  write_plain_params(h.params, pp);
+  write_header(p, h);
+  memset(p + L.data_offset, 0, L.total - L.data_offset);
+  const status st = dispatch_dtype(in.type, [&](auto ic) {
+    return dispatch_dtype(pp.wire, [&](auto wc) {
+      constexpr dtype I = decltype(ic)::value, W = decltype(wc)::value;
+      if constexpr (I == W) {
+        memcpy(p + L.data_offset, in.data, L.n * dtype_bytes(I));
+      } else {
+        for (uint64_t i = 0; i < L.n; ++i) store<W>(p + L.data_offset, i, load<I>(in.data, i));
+      }
+      return status::success;
+    });
+  });
+  if (ok(st) && written) *written = size_t(L.total);
+  return st;
+}
+
+template <bool Accumulate>
+inline status decode_plain(const void* payload, size_t len, tensor_view out) {
+  plain_payload pl;
+  status st = parse_plain_payload(payload, len, pl);
+  if (!ok(st)) return st;
+  if (pl.hdr.shp != out.shp) return status::shape_mismatch;
+  if (out.data == nullptr && pl.layout.n > 0) return status::invalid_argument;
+  if (overlaps(out.data, pl.layout.n * dtype_bytes(out.type), payload, pl.layout.total))
+    return status::aliasing;
+  // The wire section may sit at any address: go through a properly aligned copy per element.
+  const uint8_t* src = pl.bytes + pl.layout.data_offset;
+  return dispatch_dtype(pl.pp.wire, [&](auto wc) {
+    return dispatch_dtype(out.type, [&](auto oc) {
+      constexpr dtype W = decltype(wc)::value, O = decltype(oc)::value;
+      if constexpr (W == O && !Accumulate) {
+        memcpy(out.data, src, pl.layout.n * dtype_bytes(O));
+      } else {
+        for (uint64_t i = 0; i < pl.layout.n; ++i) {
+          float v;
+          if constexpr (W == dtype::f32) {
+            memcpy(&v, src + 4 * i, 4);
+          } else {
+            uint16_t b;
+            memcpy(&b, src + 2 * i, 2);
+            v = W == dtype::f16 ? f16_to_f32(b) : bf16_to_f32(b);
+          }
+          store<O>(out.data, i, Accumulate ? add_rn(load<O>(out.data, i), v) : v);
+        }
+      }
+      return status::success;
+    });
+  });
+}
+
+}  // namespace pipecodec::host::detail

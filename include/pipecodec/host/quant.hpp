@@ -1,0 +1,148 @@
+// Host backend of k-bit quantization: one pass per group for statistics, one to quantize
+// and pack. Loops work on fixed 32-lane chunks so compilers vectorise them at any -march.
+#pragma once
+
+#include "../core/bitplane.hpp"
+#include "../core/dispatch.hpp"
+#include "../core/philox.hpp"
+#include "../core/quant_format.hpp"
+#include "../core/quant_math.hpp"
+#include "overlap.hpp"
+
+namespace pipecodec::host::detail {
+
+using namespace pipecodec::detail;
+
+template <dtype In>
+inline group_stats group_statistics(const void* x, uint64_t begin, uint64_t len) {
+  // Eight independent lanes so the reduction vectorises without -ffast-math.
+  group_stats lane[8];
+  uint64_t i = 0;
+  for (; i + 8 <= len; i += 8)
+    for (uint32_t l = 0; l < 8; ++l) stats_add(lane[l], load<In>(x, begin + i + l));
+  for (; i < len; ++i) stats_add(lane[0], load<In>(x, begin + i));
+  group_stats s = lane[0];
+  for (uint32_t l = 1; l < 8; ++l) s = stats_merge(s, lane[l]);
+  return s;
+}
+
+// Uniforms in [0, 1) for elements e0 .. e0+31 of the rounding stream.
+inline void uniforms32(uint64_t seed, uint64_t e0, float (&u)[32]) {
+  uint32_t words[36];
+  const uint64_t b0 = e0 >> 2;
+  for (uint32_t b = 0; b < 9; ++b) {
+    const philox_out r = random_block(seed, stream_rounding, b0 + b);
+    for (uint32_t k = 0; k < 4; ++k) words[4 * b + k] = r.v[k];
+  }
+  const uint32_t off = uint32_t(e0 & 3u);
+  for (uint32_t l = 0; l < 32; ++l) u[l] = to_unit_float(words[off + l]);
+}
+
+template <dtype In, uint32_t Bits, rounding R>
+inline void encode_group(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
+                         uint64_t seed, uint8_t* payload) {
+  const uint64_t begin = L.group_begin(g), len = L.group_size(g);
+  const group_params p = make_params(group_statistics<In>(x, begin, len), q);
+  store_group(payload, L, g, p);
+  const quant_consts c = consts_for(Bits, q.scale);
+  uint8_t* dst = payload + L.codes_offset + L.group_chunk(g) * Bits * 4;
+  for (uint64_t e = 0; e < len; e += 32, dst += Bits * 4) {
+    const uint32_t cnt = len - e < 32 ? uint32_t(len - e) : 32u;
+    float v[32];
+    for (uint32_t l = 0; l < 32; ++l) v[l] = l < cnt ? load<In>(x, begin + e + l) : 0.0F;
+    uint8_t codes[32];
+    if constexpr (R == rounding::nearest) {
+      for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_nearest(v[l], p, c));
+    } else {
+      float u[32];
+      uniforms32(seed, begin + e, u);
+      for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_stochastic(v[l], p, c, u[l]));
+    }
+    for (uint32_t l = cnt; l < 32; ++l) codes[l] = 0;  // padding lanes are zero on the wire
+    uint32_t planes[Bits];
+    pack_planes<Bits>(codes, planes);
+    memcpy(dst, planes, sizeof(planes));
+  }
+}
+
+template <dtype Out, uint32_t Bits, bool Accumulate>
+inline void decode_group(const quant_payload& qp, uint64_t g, void* out) {
+  const quant_layout& L = qp.layout;
+  const uint64_t begin = L.group_begin(g), len = L.group_size(g);
+  float scale, offset;
+  load_group(qp, g, scale, offset);
+  const float zero = consts_for(Bits, qp.q.scale).zero;
+  const uint8_t* src = qp.bytes + L.codes_offset + L.group_chunk(g) * Bits * 4;
+  for (uint64_t e = 0; e < len; e += 32, src += Bits * 4) {
+    const uint32_t cnt = len - e < 32 ? uint32_t(len - e) : 32u;
+    uint32_t planes[Bits];
+    memcpy(planes, src, sizeof(planes));
+    uint8_t codes[32];
+    unpack_planes<Bits>(planes, codes);
+    float v[32];
+    for (uint32_t l = 0; l < 32; ++l) v[l] = dequantize(codes[l], scale, offset, zero);
+    for (uint32_t l = 0; l < cnt; ++l) {
+      if constexpr (Accumulate)
+        store<Out>(out, begin + e + l, add_rn(load<Out>(out, begin + e + l), v[l]));
+      else
+        store<Out>(out, begin + e + l, v[l]);
+    }
+  }
+}
+
+inline status encode_quant(const quant_params& q, const_tensor_view in, void* payload,
+                           size_t capacity, uint64_t seed, size_t* written) {
+  if (!valid_quant_params(q)) return status::invalid_spec;
+  quant_layout L;
+  if (!make_quant_layout(q, in.shp, L)) return status::size_overflow;
+  if (payload == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
+  if (capacity < L.total) return status::buffer_too_small;
+  if (overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
+
+  uint8_t* p = static_cast<uint8_t*>(payload);
+  header h;
+  h.codec = codec_id::quant;
+  h.type = in.type;
+  h.shp = in.shp;
+  h.total_bytes = L.total;
+  write_quant_params(h.params, q, L.group_len, q.round == rounding::stochastic ? seed : 0);
+  write_header(p, h);
+  memset(p + L.params_offset, 0, L.total - L.params_offset);  // padding is zero on the wire
+
+  const status st = dispatch_dtype_bits(in.type, q.bits, [&](auto tc, auto bc) {
+    constexpr dtype T = decltype(tc)::value;
+    constexpr uint32_t B = decltype(bc)::value;
+    for (uint64_t g = 0; g < L.groups; ++g) {
+      if (q.round == rounding::nearest)
+        encode_group<T, B, rounding::nearest>(in.data, q, L, g, seed, p);
+      else
+        encode_group<T, B, rounding::stochastic>(in.data, q, L, g, seed, p);
+    }
+    return status::success;
+  });
+  if (ok(st) && written) *written = size_t(L.total);
+  return st;
+}
+
+// Validates the whole payload (header and every group's scale) before writing any output,
+// so a rejected payload leaves `out` untouched, which accumulating callers rely on.
+template <bool Accumulate>
+inline status decode_quant(const void* payload, size_t len, tensor_view out) {
+  quant_payload qp;
+  status st = parse_quant_payload(payload, len, qp);
+  if (!ok(st)) return st;
+  if (qp.hdr.shp != out.shp) return status::shape_mismatch;
+  if (out.data == nullptr && qp.layout.n > 0) return status::invalid_argument;
+  if (overlaps(out.data, qp.layout.n * dtype_bytes(out.type), payload, qp.layout.total))
+    return status::aliasing;
+  for (uint64_t g = 0; g < qp.layout.groups; ++g)
+    if (!valid_stored_group(qp, g)) return status::corrupt_payload;
+  return dispatch_dtype_bits(out.type, qp.q.bits, [&](auto tc, auto bc) {
+    constexpr dtype T = decltype(tc)::value;
+    constexpr uint32_t B = decltype(bc)::value;
+    for (uint64_t g = 0; g < qp.layout.groups; ++g) decode_group<T, B, Accumulate>(qp, g, out.data);
+    return status::success;
+  });
+}
+
+}  // namespace pipecodec::host::detail

@@ -1,0 +1,12 @@
+// Umbrella header for plain C++ compilers: core, host backend and policy.
+#pragma once
+
+#include "core/config.hpp"
+#include "core/dtype.hpp"
+#include "core/format.hpp"
+#include "core/shape.hpp"
+#include "core/sizes.hpp"
+#include "core/spec.hpp"
+#include "core/status.hpp"
+#include "host/codec.hpp"
+#include "policy/spec_string.hpp"

@@ -1,0 +1,225 @@
+// The text form of a spec, shared by the CLI, the policy parser and users' config files.
+//
+//   spec  := codec [ ":" key "=" value { "," key "=" value } ]
+//   quant: bits=1..8 (8)  group=N|row|tensor (128, N a multiple of 32)
+//          scale=minmax|absmax (minmax)  round=nearest|stochastic (nearest)
+//          scale_dtype=fp32|fp16 (fp32)
+//   plain: dtype=fp32|fp16|bf16 (fp32)
+//   topk:  ratio=R (0.1) | k=N   scope=tensor|row (tensor)   index=auto|u32|u16|bitmap (auto)
+//          values=fp32|fp16|bf16|quant (fp32), with values=quant the quant keys above apply
+//          to the values; mask=shared (values at the positions of a paired payload)
+//   randk: as topk (no index, no mask) plus seed=N (0) and unbiased=0|1 (0)
+// Unknown codecs, unknown keys and bad values are errors whose message names the token.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "../core/spec.hpp"
+
+namespace pipecodec {
+
+namespace detail {
+
+inline bool parse_u64(std::string_view v, uint64_t& out) {
+  if (v.empty() || v.size() > 19) return false;
+  uint64_t r = 0;
+  for (char ch : v) {
+    if (ch < '0' || ch > '9') return false;
+    r = r * 10 + uint64_t(ch - '0');
+  }
+  out = r;
+  return true;
+}
+
+inline bool parse_ratio(std::string_view v, double& out) {
+  if (v.empty() || v.size() > 32) return false;
+  const std::string s(v);
+  char* end = nullptr;
+  const double r = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !(r > 0.0 && r <= 1.0)) return false;
+  out = r;
+  return true;
+}
+
+inline bool parse_dtype(std::string_view v, dtype& out) {
+  if (v == "fp32" || v == "f32") out = dtype::f32;
+  else if (v == "fp16" || v == "f16") out = dtype::f16;
+  else if (v == "bf16") out = dtype::bf16;
+  else return false;
+  return true;
+}
+
+// One quant key; returns 1 if it applied, 0 if the key is not a quant key, -1 on a bad value.
+inline int apply_quant_key(std::string_view k, std::string_view v, quant_params& q) {
+  uint64_t n = 0;
+  if (k == "bits") {
+    if (!parse_u64(v, n) || n < 1 || n > 8) return -1;
+    q.bits = uint8_t(n);
+  } else if (k == "group") {
+    if (v == "row") q.group = group_kind::row;
+    else if (v == "tensor") q.group = group_kind::tensor;
+    else if (parse_u64(v, n) && n >= 32 && n % 32 == 0 && n <= 0x7FFFFFE0u) {
+      q.group = group_kind::elements;
+      q.group_size = uint32_t(n);
+    } else return -1;
+  } else if (k == "scale") {
+    if (v == "minmax") q.scale = scale_mode::minmax;
+    else if (v == "absmax") q.scale = scale_mode::absmax;
+    else return -1;
+  } else if (k == "round") {
+    if (v == "nearest") q.round = rounding::nearest;
+    else if (v == "stochastic") q.round = rounding::stochastic;
+    else return -1;
+  } else if (k == "scale_dtype") {
+    dtype t;
+    if (!parse_dtype(v, t) || t == dtype::bf16) return -1;
+    q.scale_dtype = t;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+inline int apply_sparse_key(std::string_view k, std::string_view v, topk_params& t, bool randk) {
+  uint64_t n = 0;
+  if (k == "ratio") {
+    if (!parse_ratio(v, t.ratio)) return -1;
+    t.k = 0;
+  } else if (k == "k") {
+    if (!parse_u64(v, n) || n == 0) return -1;
+    t.k = n;
+  } else if (k == "scope") {
+    if (v == "tensor") t.scope = topk_scope::tensor;
+    else if (v == "row") t.scope = topk_scope::row;
+    else return -1;
+  } else if (k == "values") {
+    dtype d;
+    if (v == "quant") t.values = value_kind::quant;
+    else if (parse_dtype(v, d)) t.values = value_kind(uint8_t(d));
+    else return -1;
+  } else if (!randk && k == "index") {
+    if (v == "auto") t.index = index_layout::automatic;
+    else if (v == "u32") t.index = index_layout::u32;
+    else if (v == "u16") t.index = index_layout::u16;
+    else if (v == "bitmap") t.index = index_layout::bitmap;
+    else return -1;
+  } else if (!randk && k == "mask") {
+    if (v != "shared") return -1;
+    t.shared_mask = true;
+  } else if (randk && k == "seed") {
+    if (!parse_u64(v, t.seed)) return -1;
+  } else if (randk && k == "unbiased") {
+    if (v != "0" && v != "1") return -1;
+    t.unbiased = v == "1";
+  } else {
+    return apply_quant_key(k, v, t.vquant);
+  }
+  return 1;
+}
+
+inline status spec_error(std::string* error, std::string msg) {
+  if (error) *error = std::move(msg);
+  return status::invalid_spec;
+}
+
+}  // namespace detail
+
+inline status parse_spec(std::string_view text, spec& out, std::string* error = nullptr) {
+  const size_t colon = text.find(':');
+  const std::string_view name = text.substr(0, colon);
+  spec s;
+  if (name == "quant") s.codec = codec_id::quant;
+  else if (name == "plain") s.codec = codec_id::plain;
+  else if (name == "topk") s.codec = codec_id::topk;
+  else if (name == "randk") s.codec = codec_id::randk;
+  else return detail::spec_error(error, "unknown codec '" + std::string(name) + "'");
+  if (s.codec == codec_id::topk || s.codec == codec_id::randk) s.topk.vquant.bits = 8;
+
+  std::string_view rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
+  if (colon != std::string_view::npos && rest.empty())
+    return detail::spec_error(error, "empty parameter list after ':'");
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    if (comma != std::string_view::npos && rest.empty())
+      return detail::spec_error(error, "trailing ',' after '" + std::string(item) + "'");
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+      return detail::spec_error(error, "expected key=value, got '" + std::string(item) + "'");
+    const std::string_view k = item.substr(0, eq), v = item.substr(eq + 1);
+    int r = 0;
+    switch (s.codec) {
+      case codec_id::quant: r = detail::apply_quant_key(k, v, s.quant); break;
+      case codec_id::plain: {
+        r = 0;
+        if (k == "dtype") r = detail::parse_dtype(v, s.plain.wire) ? 1 : -1;
+        break;
+      }
+      case codec_id::topk: r = detail::apply_sparse_key(k, v, s.topk, false); break;
+      case codec_id::randk: r = detail::apply_sparse_key(k, v, s.topk, true); break;
+    }
+    if (r == 0)
+      return detail::spec_error(error, "unknown key '" + std::string(k) + "' for codec '" +
+                                           std::string(name) + "'");
+    if (r < 0)
+      return detail::spec_error(error, "bad value '" + std::string(v) + "' for key '" +
+                                           std::string(k) + "'");
+  }
+  out = s;
+  return status::success;
+}
+
+namespace detail {
+// Shortest decimal text that reads back as the same double.
+inline std::string format_double(double v) {
+  char buf[40];
+  for (int prec = 6; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+inline std::string quant_keys(const quant_params& q) {
+  std::string g = q.group == group_kind::row      ? "row"
+                  : q.group == group_kind::tensor ? "tensor"
+                                                  : std::to_string(q.group_size);
+  return "bits=" + std::to_string(q.bits) + ",group=" + g +
+         ",scale=" + (q.scale == scale_mode::minmax ? "minmax" : "absmax") +
+         ",round=" + (q.round == rounding::nearest ? "nearest" : "stochastic") +
+         ",scale_dtype=" + to_string(q.scale_dtype);
+}
+}  // namespace detail
+
+// Canonical text of a spec: every key spelled out, so parse_spec(to_string(s)) == s.
+inline std::string to_string(const spec& s) {
+  switch (s.codec) {
+    case codec_id::quant: return "quant:" + detail::quant_keys(s.quant);
+    case codec_id::plain: return std::string("plain:dtype=") + to_string(s.plain.wire);
+    case codec_id::topk:
+    case codec_id::randk: {
+      const topk_params& t = s.topk;
+      const bool randk = s.codec == codec_id::randk;
+      std::string r = randk ? "randk:" : "topk:";
+      r += t.k ? "k=" + std::to_string(t.k) : "ratio=" + detail::format_double(t.ratio);
+      r += std::string(",scope=") + (t.scope == topk_scope::row ? "row" : "tensor");
+      if (!randk) {
+        static const char* const idx[] = {"auto", "u32", "u16", "bitmap"};
+        r += std::string(",index=") + idx[uint8_t(t.index) & 3u];
+        if (t.shared_mask) r += ",mask=shared";
+      } else {
+        r += ",seed=" + std::to_string(t.seed) + ",unbiased=" + (t.unbiased ? "1" : "0");
+      }
+      if (t.values == value_kind::quant) r += ",values=quant," + detail::quant_keys(t.vquant);
+      else r += std::string(",values=") + to_string(dtype(uint8_t(t.values)));
+      return r;
+    }
+  }
+  return "unknown";
+}
+
+}  // namespace pipecodec
