@@ -15,6 +15,10 @@ constexpr uint32_t header_param_bytes = 24;
 // Largest element count a payload may describe; keeps every derived size far from 2^64.
 constexpr uint64_t max_elements = uint64_t(1) << 50;
 
+// Header flag bits. flag_sample_ids: a section of one u64 sample id per row follows the
+// codec's own sections (AQ-SGD lets the receiver check it updates the right rows).
+constexpr uint8_t flag_sample_ids = 1;
+
 struct header {
   uint16_t version = format_version;
   codec_id codec = codec_id::quant;
@@ -59,6 +63,13 @@ enum header_offset : uint32_t {
 PIPECODEC_HD bool known_codec(uint8_t c) { return c >= 1 && c <= 4; }
 
 }  // namespace detail
+
+PIPECODEC_HD bool valid_flags(uint8_t flags) { return (flags & ~flag_sample_ids) == 0; }
+
+// Size of the optional sample-id section, 16-byte aligned.
+PIPECODEC_HD uint64_t ids_section_bytes(const header& h) {
+  return (h.flags & flag_sample_ids) ? detail::align16(8 * h.shp.rows) : 0;
+}
 
 PIPECODEC_HD void write_header(uint8_t* p, const header& h) {
   using namespace detail;

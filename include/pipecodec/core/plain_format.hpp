@@ -37,13 +37,13 @@ PIPECODEC_HD status parse_plain_payload(const void* payload, uint64_t len, plain
   status st = read_header(p, len, out.hdr);
   if (!ok(st)) return st;
   if (out.hdr.codec != codec_id::plain) return status::unknown_codec;
-  if (out.hdr.flags != 0) return status::invalid_header;
+  if (!valid_flags(out.hdr.flags)) return status::invalid_header;
   for (uint32_t i = 1; i < header_param_bytes; ++i)
     if (out.hdr.params[i] != 0) return status::invalid_header;
   if (!valid_dtype(out.hdr.params[0])) return status::invalid_header;
   out.pp.wire = dtype(out.hdr.params[0]);
   if (!make_plain_layout(out.pp, out.hdr.shp, out.layout)) return status::invalid_header;
-  if (out.hdr.total_bytes != out.layout.total) return status::size_mismatch;
+  if (out.hdr.total_bytes != out.layout.total + ids_section_bytes(out.hdr)) return status::size_mismatch;
   out.bytes = p;
   return status::success;
 }

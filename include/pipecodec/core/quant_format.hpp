@@ -48,11 +48,11 @@ PIPECODEC_HD status parse_quant_payload(const void* payload, uint64_t len, quant
   status st = read_header(p, len, out.hdr);
   if (!ok(st)) return st;
   if (out.hdr.codec != codec_id::quant) return status::unknown_codec;
-  if (out.hdr.flags != 0) return status::invalid_header;
+  if (!valid_flags(out.hdr.flags)) return status::invalid_header;
   st = read_quant_params(out.hdr.params, out.hdr.shp, out.q);
   if (!ok(st)) return st;
   if (!make_quant_layout(out.q, out.hdr.shp, out.layout)) return status::invalid_header;
-  if (out.hdr.total_bytes != out.layout.total) return status::size_mismatch;
+  if (out.hdr.total_bytes != out.layout.total + ids_section_bytes(out.hdr)) return status::size_mismatch;
   out.bytes = p;
   return status::success;
 }
