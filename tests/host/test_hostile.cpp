@@ -345,6 +345,13 @@ TEST_CASE("bad arguments: specs, dtypes, null pointers, small buffers, aliasing"
     CHECK(host::decode_accumulate(p.data(), p.size(), tensor_view{nullptr, dtype::f32, c.shp}) == status::invalid_argument);
     const auto empty = payload_of("q4_g128_minmax_near_s32_f32_0");
     CHECK(ok(host::decode(empty.data(), empty.size(), tensor_view{nullptr, dtype::f32, shape(0)})));
+    // Plain copies with memcpy when the dtypes agree: a null pointer with 0 elements is fine
+    // (found by the round-trip fuzzer; memcpy(nullptr, p, 0) is undefined behaviour).
+    spec pl;
+    pl.codec = codec_id::plain;
+    std::vector<uint8_t> pp(encoded_bytes(pl, shape(0)));
+    REQUIRE(ok(host::encode(pl, const_tensor_view{nullptr, dtype::f32, shape(0)}, pp.data(), pp.size())));
+    CHECK(ok(host::decode(pp.data(), pp.size(), tensor_view{nullptr, dtype::f32, shape(0)})));
   }
   SUBCASE("overlapping input and payload, or payload and output: aliasing, nothing written") {
     for (const spec& s : {good, golden::spec_of(case_of(plain_2d))}) {

@@ -82,11 +82,19 @@ inline int fuzz_roundtrip(const uint8_t* data, size_t size) {
     std::vector<uint8_t> out(n * 2), want(n * 2);
     st = host::decode(payload.data(), payload.size(), tensor_view{out.data(), t, shp}, ws.data(), ws.size());
     PCFUZZ_CHECK(ok(st), "%s: decode to %s failed", c.name, to_string(t));
+    // NaNs only need to stay NaN: a plain payload whose wire dtype is the output dtype is
+    // copied bit for bit (payload and signalling bit kept), a conversion quiets them.
     for (uint64_t i = 0; i < n; ++i) {
+      const float got = t == dtype::f16 ? detail::load<dtype::f16>(out.data(), i) : detail::load<dtype::bf16>(out.data(), i);
+      if (xhat[i] != xhat[i]) {
+        PCFUZZ_CHECK(got != got, "%s: NaN element %llu decodes to a number in %s", c.name, (unsigned long long)i, to_string(t));
+        continue;
+      }
       if (t == dtype::f16) detail::store<dtype::f16>(want.data(), i, xhat[i]);
       else detail::store<dtype::bf16>(want.data(), i, xhat[i]);
+      PCFUZZ_CHECK(std::memcmp(&out[2 * i], &want[2 * i], 2) == 0, "%s: element %llu of the %s decode is not the fp32 decode rounded once",
+                   c.name, (unsigned long long)i, to_string(t));
     }
-    PCFUZZ_CHECK(out == want, "%s: %s decode is not the fp32 decode rounded once", c.name, to_string(t));
   }
   std::vector<float> acc(n, 0.0F);
   st = host::decode_accumulate(payload.data(), payload.size(), tensor_view{acc.data(), dtype::f32, shp}, ws.data(), ws.size());
