@@ -51,6 +51,21 @@ inline std::vector<float> uniform(uint64_t n, uint64_t seed) {
   return v;
 }
 
+// Hostile values: +-0, +-FLT_MAX and neighbours, +-Inf, quiet and signalling NaNs,
+// subnormals, +-2^-126, values above fp16 range, mixed with ordinary activations.
+inline std::vector<float> extreme(uint64_t n, uint64_t seed) {
+  static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x7F7FFFFFu, 0xFF7FFFFFu,
+                                     0x7F7FFF00u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
+                                     0xFFC00001u, 0x7F800001u, 0x00000001u, 0x807FFFFFu,
+                                     0x00800000u, 0x477FF000u, 0xC7800000u, 0x3F800000u};
+  std::vector<float> v = activations(n, seed);
+  for (auto& x : v) {
+    const uint64_t r = splitmix(seed);
+    if (r % 3 == 0) x = from_bits(special[(r >> 8) % 16]);
+  }
+  return v;
+}
+
 // Converts float data to the bytes of dtype t (fp16/bf16 by round-to-nearest-even).
 inline std::vector<uint8_t> as_bytes(const std::vector<float>& v, pipecodec::dtype t) {
   std::vector<uint8_t> out(v.size() * pipecodec::dtype_bytes(t));

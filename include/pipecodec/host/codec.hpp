@@ -14,6 +14,7 @@ inline status encode(const spec& s, const_tensor_view in, void* payload, size_t 
                      void* workspace = nullptr, size_t workspace_size = 0, uint64_t seed = 0,
                      size_t* written = nullptr) {
   (void)workspace;
+  if (!valid_dtype(uint8_t(in.type))) return status::invalid_argument;
   if (workspace_size < workspace_bytes(s, in.shp)) return status::workspace_too_small;
   switch (s.codec) {
     case codec_id::quant: return detail::encode_quant(s.quant, in, payload, capacity, seed, written);
@@ -25,6 +26,7 @@ inline status encode(const spec& s, const_tensor_view in, void* payload, size_t 
 namespace detail {
 template <bool Accumulate>
 inline status decode_any(const void* payload, size_t len, tensor_view out) {
+  if (!valid_dtype(uint8_t(out.type))) return status::invalid_argument;
   header h;
   const status st = read_header(static_cast<const uint8_t*>(payload), len, h);
   if (!ok(st)) return st;

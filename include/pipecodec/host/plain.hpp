@@ -30,7 +30,8 @@ inline status encode_plain(const plain_params& pp, const_tensor_view in, void* p
     return dispatch_dtype(pp.wire, [&](auto wc) {
       constexpr dtype I = decltype(ic)::value, W = decltype(wc)::value;
       if constexpr (I == W) {
-        memcpy(p + L.data_offset, in.data, L.n * dtype_bytes(I));
+        // memcpy with a null pointer is undefined even for 0 bytes, and n = 0 allows null.
+        if (L.n > 0) memcpy(p + L.data_offset, in.data, L.n * dtype_bytes(I));
       } else {
         for (uint64_t i = 0; i < L.n; ++i) store<W>(p + L.data_offset, i, load<I>(in.data, i));
       }
@@ -56,7 +57,7 @@ inline status decode_plain(const void* payload, size_t len, tensor_view out) {
     return dispatch_dtype(out.type, [&](auto oc) {
       constexpr dtype W = decltype(wc)::value, O = decltype(oc)::value;
       if constexpr (W == O && !Accumulate) {
-        memcpy(out.data, src, pl.layout.n * dtype_bytes(O));
+        if (pl.layout.n > 0) memcpy(out.data, src, pl.layout.n * dtype_bytes(O));
       } else {
         for (uint64_t i = 0; i < pl.layout.n; ++i) {
           float v;

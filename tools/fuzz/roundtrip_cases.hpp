@@ -1,0 +1,123 @@
+// The codecs the round-trip harness exercises: one line of rt_cases per codec, naming how
+// fuzzer bytes become a valid spec and which codec-specific properties the result must have.
+#pragma once
+
+#include "common.hpp"
+#include "pipecodec/core/plain_format.hpp"
+#include "pipecodec/core/quant_format.hpp"
+
+namespace pcfuzz {
+
+struct rt_run {
+  const pipecodec::spec& s;
+  pipecodec::shape shp;
+  pipecodec::dtype in_type;
+  const std::vector<uint8_t>& in;       // input bytes
+  const std::vector<uint8_t>& payload;  // encoded
+  const std::vector<float>& xhat;       // fp32 decode
+  uint64_t seed;
+};
+
+struct rt_case {
+  const char* name;
+  bool exact_size;                        // encoded_bytes() is exact, not a bound
+  void (*make_spec)(reader&, pipecodec::spec&);
+  void (*check)(const rt_run&);
+};
+
+inline float input_at(const rt_run& r, uint64_t i) {
+  using namespace pipecodec;
+  switch (r.in_type) {
+    case dtype::f32: return detail::load<dtype::f32>(r.in.data(), i);
+    case dtype::f16: return detail::load<dtype::f16>(r.in.data(), i);
+    case dtype::bf16: return detail::load<dtype::bf16>(r.in.data(), i);
+  }
+  return 0;
+}
+
+// ---- quant: fields match the spec; nearest within detail::nearest_error_bound of the input
+// clamped to the group's representable range; stochastic within one step; NaN and -Inf decode
+// to the lowest code, +Inf to the highest; every decoded value finite.
+inline void make_quant_spec(reader& r, pipecodec::spec& s) {
+  using namespace pipecodec;
+  s.codec = codec_id::quant;
+  s.quant.bits = uint8_t(1 + r.u8() % 8);
+  s.quant.group = group_kind(1 + r.u8() % 3);
+  s.quant.group_size = 32u * (1u + r.u8() % 16u);
+  const uint8_t m = r.u8();
+  s.quant.scale = m & 1 ? scale_mode::absmax : scale_mode::minmax;
+  s.quant.round = m & 2 ? rounding::stochastic : rounding::nearest;
+  s.quant.scale_dtype = m & 4 ? dtype::f16 : dtype::f32;
+}
+
+inline void check_quant(const rt_run& r) {
+  using namespace pipecodec;
+  detail::quant_payload qp;
+  PCFUZZ_CHECK(ok(detail::parse_quant_payload(r.payload.data(), r.payload.size(), qp)), "parse");
+  const quant_params& q = r.s.quant;
+  PCFUZZ_CHECK(qp.hdr.type == r.in_type && qp.hdr.shp == r.shp && qp.q.bits == q.bits &&
+                   qp.q.scale == q.scale && qp.q.round == q.round && qp.q.scale_dtype == q.scale_dtype &&
+                   qp.q.group == q.group && qp.layout.group_len == detail::effective_group_len(q, r.shp),
+               "header fields differ from the spec");
+  const detail::quant_consts c = detail::consts_for(q.bits, q.scale);
+  const uint32_t code_lo = q.scale == scale_mode::absmax && q.bits > 1 ? 1u : 0u;
+  const uint32_t code_hi = (1u << q.bits) - 1u;
+  const double slack = q.round == rounding::nearest ? 1.0 : 2.0;
+  for (uint64_t g = 0; g < qp.layout.groups; ++g) {
+    float sc, off;
+    detail::load_group(qp, g, sc, off);
+    const float v_lo = detail::dequantize(code_lo, sc, off, c.zero);
+    const float v_hi = detail::dequantize(code_hi, sc, off, c.zero);
+    const uint64_t b = qp.layout.group_begin(g);
+    for (uint64_t i = b; i < b + qp.layout.group_size(g); ++i) {
+      const float x = input_at(r, i), y = r.xhat[i];
+      PCFUZZ_CHECK(detail::is_finite(y), "element %llu decodes to a non-finite value", (unsigned long long)i);
+      if (x != x || x < -detail::flt_max) {
+        PCFUZZ_CHECK(y == v_lo, "NaN/-Inf element %llu: %g, lowest code %g", (unsigned long long)i, double(y), double(v_lo));
+        continue;
+      }
+      if (x > detail::flt_max) {
+        PCFUZZ_CHECK(y == v_hi, "+Inf element %llu: %g, highest code %g", (unsigned long long)i, double(y), double(v_hi));
+        continue;
+      }
+      const float cx = x < v_lo ? v_lo : (x > v_hi ? v_hi : x);
+      const double err = std::fabs(double(cx) - double(y));
+      const double bound = slack * detail::nearest_error_bound(sc, off, cx);
+      PCFUZZ_CHECK(err <= bound, "element %llu x=%a xhat=%a err=%g bound=%g scale=%a offset=%a",
+                   (unsigned long long)i, double(x), double(y), err, bound, double(sc), double(off));
+    }
+  }
+}
+
+// ---- plain: the decode is exactly the input converted to the wire dtype (bit for bit).
+inline void make_plain_spec(reader& r, pipecodec::spec& s) {
+  s.codec = pipecodec::codec_id::plain;
+  s.plain.wire = dtype_from(r.u8());
+}
+
+inline void check_plain(const rt_run& r) {
+  using namespace pipecodec;
+  detail::plain_payload pp;
+  PCFUZZ_CHECK(ok(detail::parse_plain_payload(r.payload.data(), r.payload.size(), pp)), "parse");
+  PCFUZZ_CHECK(pp.hdr.type == r.in_type && pp.hdr.shp == r.shp && pp.pp.wire == r.s.plain.wire, "header fields");
+  const dtype w = r.s.plain.wire;
+  for (uint64_t i = 0; i < r.shp.size(); ++i) {
+    float want = input_at(r, i);
+    if (w != r.in_type) {
+      uint8_t tmp[4];
+      (void)detail::dispatch_dtype(w, [&](auto wc) {
+        detail::store<decltype(wc)::value>(tmp, 0, want);
+        want = detail::load<decltype(wc)::value>(tmp, 0);
+        return status::success;
+      });
+    }
+    PCFUZZ_CHECK(std::memcmp(&want, &r.xhat[i], 4) == 0, "element %llu not exact", (unsigned long long)i);
+  }
+}
+
+inline const rt_case rt_cases[] = {
+    {"quant", true, make_quant_spec, check_quant},
+    {"plain", true, make_plain_spec, check_plain},
+};
+
+}  // namespace pcfuzz
