@@ -17,7 +17,6 @@ namespace pipecodec {
 
 enum class checkpoint_kind : uint8_t { ef_residual = 1, ef21_state = 2, aqsgd_store = 3 };
 
-constexpr uint8_t checkpoint_magic[4] = {'P', 'C', 'S', 'T'};
 constexpr uint16_t checkpoint_version = 1;
 constexpr uint32_t checkpoint_header_bytes = 64;
 constexpr uint32_t checkpoint_trailer_bytes = 16;
@@ -44,6 +43,9 @@ struct checkpoint_header {
 
 namespace detail {
 
+// A function, not an array constant, so device code can read it.
+PIPECODEC_HD const char* checkpoint_magic() { return "PCST"; }
+
 // FNV-1a 64, fed incrementally.
 struct fnv1a64 {
   uint64_t h = 0xCBF29CE484222325ull;
@@ -54,7 +56,7 @@ struct fnv1a64 {
 };
 
 PIPECODEC_HD void write_checkpoint_header(uint8_t* p, const checkpoint_header& h) {
-  for (int i = 0; i < 4; ++i) p[i] = checkpoint_magic[i];
+  for (int i = 0; i < 4; ++i) p[i] = uint8_t(checkpoint_magic()[i]);
   put_u16(p + 4, checkpoint_version);
   put_u16(p + 6, uint16_t(checkpoint_header_bytes));
   p[8] = uint8_t(h.kind);
@@ -84,7 +86,7 @@ PIPECODEC_HD status parse_checkpoint(const void* buf, uint64_t len, checkpoint_h
   if (p == nullptr) return status::invalid_argument;
   if (len < 4) return status::truncated;
   for (int i = 0; i < 4; ++i)
-    if (p[i] != checkpoint_magic[i]) return status::bad_magic;
+    if (p[i] != uint8_t(checkpoint_magic()[i])) return status::bad_magic;
   if (len < checkpoint_header_bytes) return status::truncated;
   if (get_u16(p + 4) != checkpoint_version) return status::unsupported_version;
   if (get_u16(p + 6) != checkpoint_header_bytes || p[11] != 0 || get_u32(p + 12) != 0 || get_u64(p + 56) != 0)
