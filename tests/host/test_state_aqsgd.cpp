@@ -246,3 +246,61 @@ TEST_CASE("AQ-SGD: hostile messages are rejected without touching the store") {
   REQUIRE(ok(p.rx.decode(msg.data(), msg.size(), ids.data())));
   CHECK(snapshot(p.rx) == snapshot(p.tx));
 }
+
+TEST_CASE("sample-id section: appended to quant and plain payloads, decoders unaffected") {
+  const shape shp(5, 70);
+  const auto x = make_step(shp.size(), 8, dtype::f32);
+  const uint64_t ids[5] = {1, ~uint64_t(0), 0, 42, 0x0123456789ABCDEFull};
+  for (const char* text : {"quant:bits=3,group=row", "plain:dtype=fp16"}) {
+    CAPTURE(text);
+    const spec s = parse(text);
+    const size_t base = encoded_bytes(s, shp);
+    std::vector<uint8_t> p(base + 48, 0xEE);
+    size_t len = 0;
+    REQUIRE(ok(host::encode(s, const_tensor_view{x.bytes.data(), dtype::f32, shp}, p.data(), p.size(), nullptr, 0, 0,
+                            &len)));
+    std::vector<float> plain_out(shp.size()), ids_out(shp.size());
+    REQUIRE(ok(host::decode(p.data(), len, tensor_view{plain_out.data(), dtype::f32, shp})));
+    CHECK(detail::append_sample_ids(p.data(), base + 40, ids, nullptr) == status::buffer_too_small);
+    uint64_t total = 0;
+    REQUIRE(ok(detail::append_sample_ids(p.data(), p.size(), ids, &total)));
+    CHECK(total == base + 48);  // 40 bytes of ids, padded to 48
+    CHECK(detail::append_sample_ids(p.data(), p.size(), ids, &total) == status::invalid_argument);  // twice
+    header h;
+    REQUIRE(ok(read_header(p.data(), total, h)));
+    const uint8_t* sec = detail::sample_ids_section(p.data(), h);
+    REQUIRE(sec != nullptr);
+    for (int r = 0; r < 5; ++r) CHECK(detail::sample_id(sec, r) == ids[r]);
+    CHECK(detail::sample_ids_padding_zero(sec, h));
+    REQUIRE(ok(host::decode(p.data(), total, tensor_view{ids_out.data(), dtype::f32, shp})));
+    CHECK(ids_out == plain_out);
+    CHECK(host::decode(p.data(), total - 1, tensor_view{ids_out.data(), dtype::f32, shp}) == status::truncated);
+  }
+}
+
+TEST_CASE("AQ-SGD table: inserts, lookups, and rebuilding from ids reproduces the memory") {
+  const uint64_t cap = 1000;
+  std::vector<uint64_t> mem(aqsgd_table_bytes(cap) / 8), copy(mem.size());
+  aqsgd_table t, u;
+  REQUIRE(ok(init_aqsgd_table(mem.data(), mem.size() * 8, cap, t)));
+  CHECK(init_aqsgd_table(copy.data(), copy.size() * 8 - 8, cap, u) == status::buffer_too_small);
+  CHECK(aqsgd_table_bytes(0) == 0);
+  REQUIRE(ok(init_aqsgd_table(copy.data(), copy.size() * 8, cap, u)));
+  uint64_t rng = 5;
+  std::vector<uint64_t> ids;
+  while (ids.size() < cap) {
+    // Clustered ids (consecutive and strided) stress the probing.
+    const uint64_t id = ids.size() % 3 ? ids.size() : testdata::splitmix(rng);
+    if (t.find(id) != aqsgd_table::npos) continue;
+    CHECK(t.insert_new(id) == ids.size());
+    ids.push_back(id);
+  }
+  CHECK(t.count() == cap);
+  for (uint64_t i = 0; i < cap; ++i) REQUIRE(t.find(ids[i]) == i);
+  CHECK(t.find(0xFFFFFFFFFFFFull) == aqsgd_table::npos);
+  REQUIRE(u.rebuild_buckets(reinterpret_cast<const uint8_t*>(ids.data()), cap));
+  u.assign_ids(reinterpret_cast<const uint8_t*>(ids.data()), cap);
+  CHECK(copy == mem);
+  ids[7] = ids[3];
+  CHECK(!u.rebuild_buckets(reinterpret_cast<const uint8_t*>(ids.data()), cap));
+}
