@@ -5,6 +5,7 @@
 // The hostile-input test and the fuzz seeds reuse this table, so a new line is covered there too.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "data.hpp"
@@ -87,6 +88,13 @@ inline std::vector<uint8_t> encode(const gcase& c) {
   if (!pipecodec::ok(st) || payload.empty()) return {};
   payload.resize(written);
   return payload;
+}
+
+// The case called `name`; nullptr if there is none.
+inline const gcase* find(const std::string& name) {
+  for (const auto& c : cases())
+    if (name == c.name) return &c;
+  return nullptr;
 }
 
 }  // namespace golden

@@ -1,5 +1,5 @@
-// Hostile input: truncated, corrupted and malicious payloads, bad arguments and extreme sizes
-// and values. Every case must give its specific documented status (docs/ERRORS.md), never a
+// Hostile input: truncated, corrupted and malicious payloads and bad arguments (sizes and
+// extreme values: test_limits.cpp). Every case must give its specific documented status (docs/ERRORS.md), never a
 // crash or over-read (payloads live in exact-size heap buffers, so ASan sees any over-read),
 // and a rejected decode must leave its output untouched, accumulating or not.
 #include <doctest/doctest.h>
@@ -7,11 +7,15 @@
 #include <cmath>
 #include <functional>
 #include <memory>
-#include <stdexcept>
 
-#include "../common/golden_cases.hpp"
+#include "../common/hostile.hpp"
 
 using namespace pipecodec;
+using hostile::case_of;
+using hostile::payload_of;
+using hostile::plain_2d;
+using hostile::quant_f16;
+using hostile::quant_f32;
 
 namespace {
 
@@ -40,27 +44,10 @@ void expect_rejected(const std::vector<uint8_t>& p, shape shp, status want) {
   }
 }
 
-std::vector<uint8_t> payload_of(const char* name) {
-  for (const auto& c : golden::cases())
-    if (std::string(c.name) == name) return golden::encode(c);
-  FAIL("no golden case " << name);
-  return {};
-}
-
-const golden::gcase& case_of(const char* name) {
-  for (const auto& c : golden::cases())
-    if (std::string(c.name) == name) return c;
-  throw std::runtime_error(name);
-}
-
 std::vector<uint8_t> with(std::vector<uint8_t> p, const std::function<void(uint8_t*)>& f) {
   f(p.data());
   return p;
 }
-
-constexpr const char* quant_f32 = "q4_g128_minmax_near_s32_f32_1000";   // f32 scales, minmax
-constexpr const char* quant_f16 = "q3_row_absmax_near_s16_bf16_5x77";   // f16 scales, absmax, 2-D
-constexpr const char* plain_2d = "plain_f32_from_f32_3x50";
 
 }  // namespace
 
@@ -385,121 +372,3 @@ TEST_CASE("bad arguments: specs, dtypes, null pointers, small buffers, aliasing"
   }
 }
 
-namespace {
-
-__extension__ typedef unsigned __int128 u128;
-
-// Independent 128-bit arithmetic for the documented quant layout (docs/FORMAT.md).
-u128 quant_total_ref(u128 n, u128 group, unsigned bits, unsigned sbytes, bool minmax) {
-  if (n == 0) return 64;
-  auto cdiv = [](u128 a, u128 b) { return (a + b - 1) / b; };
-  auto a16 = [](u128 a) { return (a + 15) / 16 * 16; };
-  const u128 groups = cdiv(n, group);
-  const u128 chunks = (groups - 1) * cdiv(group, 32) + cdiv(n - (groups - 1) * group, 32);
-  return 64 + a16(groups * sbytes * (minmax ? 2 : 1)) + a16(chunks * bits * 4);
-}
-
-}  // namespace
-
-TEST_CASE("sizes above 2^32 elements use 64-bit math and never allocate") {
-  const uint64_t two32 = uint64_t(1) << 32;
-  const std::vector<shape> shapes = {shape(two32 - 1), shape(two32), shape(two32 + 1), shape(two32 + 33),
-                                     shape(3, two32 + 5), shape(two32 + 7, 3), shape(uint64_t(1) << 40),
-                                     shape(max_elements), shape(uint64_t(1) << 25, uint64_t(1) << 25)};
-  for (const shape& shp : shapes) {
-    CAPTURE(shp.rows);
-    CAPTURE(shp.cols);
-    for (uint32_t bits : {1u, 3u, 8u}) {
-      for (const char* g : {"32", "128", "row", "tensor"}) {
-        spec s;
-        REQUIRE(ok(parse_spec(std::string("quant:bits=") + std::to_string(bits) + ",group=" + g + ",scale_dtype=fp16", s)));
-        const uint64_t group = detail::effective_group_len(s.quant, shp);
-        CHECK(encoded_bytes(s, shp) == uint64_t(quant_total_ref(shp.size(), group, bits, 2, true)));
-      }
-    }
-    spec pl;
-    pl.codec = codec_id::plain;
-    pl.plain.wire = dtype::bf16;
-    CHECK(encoded_bytes(pl, shp) == 64 + (shp.size() * 2 + 15) / 16 * 16);
-  }
-  // Layout indices of the last group of a tensor longer than 2^32.
-  detail::quant_layout L;
-  quant_params q;
-  q.group_size = 96;
-  REQUIRE(detail::make_quant_layout(q, shape(two32 + 100), L));
-  CHECK(L.groups == (two32 + 100 + 95) / 96);
-  CHECK(L.group_begin(L.groups - 1) == (L.groups - 1) * 96);
-  CHECK(L.group_size(L.groups - 1) == two32 + 100 - (L.groups - 1) * 96);
-  CHECK(L.group_chunk(L.groups - 1) == (L.groups - 1) * 3);
-
-  // Too large to describe: encoded_bytes is 0 and encode says size_overflow.
-  const float dummy[4] = {0, 0, 0, 0};
-  uint8_t small[64];
-  spec s;
-  for (const shape& huge : {shape(max_elements + 1), shape(uint64_t(1) << 33, uint64_t(1) << 33),
-                            shape(~uint64_t(0), 2)}) {
-    CHECK(encoded_bytes(s, huge) == 0);
-    CHECK(host::encode(s, const_tensor_view{dummy, dtype::f32, huge}, small, sizeof small) == status::size_overflow);
-  }
-  // Large but valid: the capacity check fires before any element is read.
-  CHECK(host::encode(s, const_tensor_view{dummy, dtype::f32, shape(two32 + 1)}, small, sizeof small) ==
-        status::buffer_too_small);
-  // A header announcing 2^32+1 elements with the matching total size, in a short buffer:
-  // truncated, decided from the header alone.
-  std::vector<uint8_t> p = payload_of(quant_f32);
-  p.resize(4096);
-  const uint64_t total = encoded_bytes(s, shape(two32 + 1));
-  detail::put_u64(p.data() + detail::off_cols, two32 + 1);
-  detail::put_u64(p.data() + detail::off_total, total);
-  detail::put_u64(p.data() + detail::off_params + 8, 128);
-  float out[4];
-  CHECK(host::decode(p.data(), p.size(), tensor_view{out, dtype::f32, shape(two32 + 1)}) == status::truncated);
-  // ... and when the declared total also lies about the size, size_mismatch.
-  detail::put_u64(p.data() + detail::off_total, p.size());
-  CHECK(host::decode(p.data(), p.size(), tensor_view{out, dtype::f32, shape(two32 + 1)}) == status::size_mismatch);
-}
-
-TEST_CASE("extreme values: every quant spec decodes hostile inputs to finite values as documented") {
-  const auto x = testdata::extreme(700, 77);
-  size_t checked = 0;
-  for (uint32_t bits = 1; bits <= 8; ++bits) {
-    for (const char* rest : {",scale=minmax", ",scale=absmax"}) {
-      for (const char* sd : {",scale_dtype=fp32", ",scale_dtype=fp16"}) {
-        for (const char* rnd : {",round=nearest", ",round=stochastic"}) {
-          for (const char* g : {",group=32", ",group=row"}) {
-            const std::string text = "quant:bits=" + std::to_string(bits) + g + rest + sd + rnd;
-            CAPTURE(text);
-            spec s;
-            REQUIRE(ok(parse_spec(text, s)));
-            for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
-              const auto in = testdata::as_bytes(x, t);
-              const shape shp(7, 100);
-              std::vector<uint8_t> p(encoded_bytes(s, shp));
-              REQUIRE(ok(host::encode(s, const_tensor_view{in.data(), t, shp}, p.data(), p.size(), nullptr, 0, 3)));
-              std::vector<float> y(shp.size());
-              REQUIRE(ok(host::decode(p.data(), p.size(), tensor_view{y.data(), dtype::f32, shp})));
-              detail::quant_payload qp;
-              REQUIRE(ok(detail::parse_quant_payload(p.data(), p.size(), qp)));
-              const auto c = detail::consts_for(bits, s.quant.scale);
-              for (uint64_t g2 = 0; g2 < qp.layout.groups; ++g2) {
-                float sc, off;
-                detail::load_group(qp, g2, sc, off);
-                const uint32_t lo = s.quant.scale == scale_mode::absmax && bits > 1 ? 1u : 0u;
-                const float v_lo = detail::dequantize(lo, sc, off, c.zero);
-                const float v_hi = detail::dequantize((1u << bits) - 1u, sc, off, c.zero);
-                for (uint64_t i = qp.layout.group_begin(g2); i < qp.layout.group_begin(g2) + qp.layout.group_size(g2); ++i) {
-                  const float xi = testdata::element(in, t, i);
-                  REQUIRE(std::isfinite(y[i]));
-                  if (std::isnan(xi) || xi == -INFINITY) REQUIRE(y[i] == v_lo);
-                  if (xi == INFINITY) REQUIRE(y[i] == v_hi);
-                  ++checked;
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  CHECK(checked == 8 * 2 * 2 * 2 * 2 * 3 * 700);
-}
