@@ -32,9 +32,9 @@ constexpr size_t magic_len = 6;
 // Value text of `'key': value` in the header dict, up to the next ',' or '}' outside ().
 inline std::string dict_value(const std::string& h, const std::string& key) {
   const size_t k = h.find("'" + key + "'");
-  if (k == std::string::npos) throw error("npy header has no '" + key + "' entry");
+  if (k == std::string::npos) throw error("npy: header has no '" + key + "' entry");
   size_t p = h.find(':', k);
-  if (p == std::string::npos) throw error("npy header: no ':' after '" + key + "'");
+  if (p == std::string::npos) throw error("npy: header: no ':' after '" + key + "'");
   ++p;
   while (p < h.size() && h[p] == ' ') ++p;
   size_t e = p;
@@ -43,9 +43,9 @@ inline std::string dict_value(const std::string& h, const std::string& key) {
     if (h[e] == '(') ++depth;
     if (h[e] == ')') --depth;
     if (depth == 0 && (h[e] == ',' || h[e] == '}')) break;
-    if (depth < 0) throw error("npy header: unbalanced ')'");
+    if (depth < 0) throw error("npy: header: unbalanced ')'");
   }
-  if (e == h.size()) throw error("npy header: unterminated '" + key + "' entry");
+  if (e == h.size()) throw error("npy: header: unterminated '" + key + "' entry");
   std::string v = h.substr(p, e - p);
   while (!v.empty() && v.back() == ' ') v.pop_back();
   return v;
@@ -53,13 +53,13 @@ inline std::string dict_value(const std::string& h, const std::string& key) {
 
 inline uint64_t parse_dim(const std::string& t) {
   if (t.empty() || t.size() > 18 || t.find_first_not_of("0123456789") != std::string::npos)
-    throw error("npy header: bad dimension '" + t + "'");
+    throw error("npy: header: bad dimension '" + t + "'");
   return std::stoull(t);
 }
 
 // "(n,)", "(r, c)"; anything else (0-D, 3-D, non-numbers) is rejected.
 inline pipecodec::shape parse_shape(const std::string& v) {
-  if (v.size() < 2 || v.front() != '(' || v.back() != ')') throw error("npy header: bad shape " + v);
+  if (v.size() < 2 || v.front() != '(' || v.back() != ')') throw error("npy: header: bad shape " + v);
   std::vector<uint64_t> dims;
   std::string cur;
   for (size_t i = 1; i + 1 < v.size(); ++i) {
@@ -80,11 +80,15 @@ inline pipecodec::shape parse_shape(const std::string& v) {
 
 }  // namespace detail
 
+inline bool has_magic(const std::vector<uint8_t>& file) {
+  return file.size() >= detail::magic_len && std::memcmp(file.data(), detail::magic, detail::magic_len) == 0;
+}
+
 // Parses the header of a .npy file held in memory and checks the data size.
 inline array_info parse(const std::vector<uint8_t>& file) {
   using namespace detail;
-  if (file.size() < magic_len + 4 || std::memcmp(file.data(), magic, magic_len) != 0)
-    throw error("not a .npy file (bad magic)");
+  if (!has_magic(file)) throw error("npy: bad magic");
+  if (file.size() < magic_len + 4) throw error("npy: truncated header");
   const uint8_t major = file[6];
   size_t header_len = 0, header_start = 0;
   if (major == 1) {

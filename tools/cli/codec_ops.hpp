@@ -36,6 +36,7 @@ inline std::vector<uint8_t> encode(const pipecodec::spec& s, const tensor& t, ui
 }
 
 inline pipecodec::payload_info inspect(const std::vector<uint8_t>& payload) {
+  if (payload.empty()) throw error("bad payload: empty file");
   pipecodec::payload_info info;
   const pipecodec::status st = pipecodec::inspect(payload.data(), payload.size(), info);
   if (!pipecodec::ok(st)) throw error(std::string("bad payload: ") + pipecodec::to_string(st));

@@ -62,6 +62,9 @@ inline pipecodec::dtype parse_dtype_option(const std::string& v) {
 // "N" (1-D) or "RxC" (2-D).
 inline pipecodec::shape parse_shape_option(const std::string& v) {
   const size_t x = v.find('x');
+  if (v.find_first_not_of("0123456789x") != std::string::npos || v.find('x', x + 1) != std::string::npos ||
+      x == 0 || x + 1 == v.size())
+    throw error("option '--shape': expected N or RxC, got '" + v + "'");
   if (x == std::string::npos) return pipecodec::shape(parse_uint("shape", v));
   return pipecodec::shape(parse_uint("shape", v.substr(0, x)), parse_uint("shape", v.substr(x + 1)));
 }
@@ -82,13 +85,14 @@ inline tensor load_tensor(const std::string& path, const args& a) {
     t.bytes = std::move(file);
     return t;
   }
+  if (!npy::has_magic(file)) throw error("'" + path + "' is not a .npy file (raw input needs --dtype and --shape)");
   try {
     const npy::array_info info = npy::parse(file);
     t.type = info.type;
     t.shp = info.shp;
     t.bytes.assign(file.begin() + long(info.data_offset), file.end());
   } catch (const npy::error& e) {
-    throw error("'" + path + "': " + e.what() + " (raw input needs --dtype and --shape)");
+    throw error("'" + path + "': " + e.what());
   }
   return t;
 }
