@@ -2,11 +2,11 @@
 // and pack. Loops work on fixed 32-lane chunks so compilers vectorise them at any -march.
 #pragma once
 
-#include "../core/bitplane.hpp"
 #include "../core/dispatch.hpp"
 #include "../core/philox.hpp"
 #include "../core/quant_format.hpp"
 #include "../core/quant_math.hpp"
+#include "chunk_simd.hpp"
 #include "overlap.hpp"
 
 namespace pipecodec::host::detail {
@@ -38,16 +38,34 @@ inline group_stats group_statistics(const void* x, uint64_t begin, uint64_t len)
   return s;
 }
 
-// Uniforms in [0, 1) for elements e0 .. e0+31 of the rounding stream.
+// Uniforms in [0, 1) for elements e0 .. e0+31 of the rounding stream. The block loop has a
+// fixed trip count so compilers run the Philox blocks side by side in vector lanes.
 inline void uniforms32(uint64_t seed, uint64_t e0, float (&u)[32]) {
   uint32_t words[36];
   const uint64_t b0 = e0 >> 2;
-  for (uint32_t b = 0; b < 9; ++b) {
+  const uint32_t off = uint32_t(e0 & 3u);
+  for (uint32_t b = 0; b < 8; ++b) {
     const philox_out r = random_block(seed, stream_rounding, b0 + b);
     for (uint32_t k = 0; k < 4; ++k) words[4 * b + k] = r.v[k];
   }
-  const uint32_t off = uint32_t(e0 & 3u);
+  if (off != 0) {  // a chunk that starts mid-block (row groups) needs a ninth block
+    const philox_out r = random_block(seed, stream_rounding, b0 + 8);
+    for (uint32_t k = 0; k < 4; ++k) words[32 + k] = r.v[k];
+  }
   for (uint32_t l = 0; l < 32; ++l) u[l] = to_unit_float(words[off + l]);
+}
+
+// Codes of one chunk of 32 values (e0: index of v[0], for the random stream).
+template <uint32_t Bits, rounding R>
+inline void quantize_chunk(const float (&v)[32], const group_params& p, const quant_consts& c,
+                           uint64_t seed, uint64_t e0, uint8_t (&codes)[32]) {
+  if constexpr (R == rounding::nearest) {
+    for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_nearest(v[l], p, c));
+  } else {
+    float u[32];
+    uniforms32(seed, e0, u);
+    for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_stochastic(v[l], p, c, u[l]));
+  }
 }
 
 template <dtype In, uint32_t Bits, rounding R>
@@ -59,20 +77,19 @@ inline void encode_group(const void* x, const quant_params& q, const quant_layou
   const quant_consts c = consts_for(Bits, q.scale);
   uint8_t* dst = payload + L.codes_offset + L.group_chunk(g) * Bits * 4;
   for (uint64_t e = 0; e < len; e += 32, dst += Bits * 4) {
-    const uint32_t cnt = len - e < 32 ? uint32_t(len - e) : 32u;
     float v[32];
-    for (uint32_t l = 0; l < 32; ++l) v[l] = l < cnt ? load<In>(x, begin + e + l) : 0.0F;
     uint8_t codes[32];
-    if constexpr (R == rounding::nearest) {
-      for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_nearest(v[l], p, c));
+    if (len - e >= 32) {  // full chunk: branch-free loops the compiler vectorises
+      for (uint32_t l = 0; l < 32; ++l) v[l] = load<In>(x, begin + e + l);
+      quantize_chunk<Bits, R>(v, p, c, seed, begin + e, codes);
     } else {
-      float u[32];
-      uniforms32(seed, begin + e, u);
-      for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_stochastic(v[l], p, c, u[l]));
+      const uint32_t cnt = uint32_t(len - e);
+      for (uint32_t l = 0; l < 32; ++l) v[l] = l < cnt ? load<In>(x, begin + e + l) : 0.0F;
+      quantize_chunk<Bits, R>(v, p, c, seed, begin + e, codes);
+      for (uint32_t l = cnt; l < 32; ++l) codes[l] = 0;  // padding lanes are zero on the wire
     }
-    for (uint32_t l = cnt; l < 32; ++l) codes[l] = 0;  // padding lanes are zero on the wire
     uint32_t planes[Bits];
-    pack_planes<Bits>(codes, planes);
+    pack_chunk<Bits>(codes, planes);
     memcpy(dst, planes, sizeof(planes));
   }
 }
@@ -90,7 +107,7 @@ inline void decode_group(const quant_payload& qp, uint64_t g, void* out) {
     uint32_t planes[Bits];
     memcpy(planes, src, sizeof(planes));
     uint8_t codes[32];
-    unpack_planes<Bits>(planes, codes);
+    unpack_chunk<Bits>(planes, codes);
     float v[32];
     for (uint32_t l = 0; l < 32; ++l) v[l] = dequantize(codes[l], scale, offset, zero);
     for (uint32_t l = 0; l < cnt; ++l) {
