@@ -1,9 +1,14 @@
-// Bit-plane packing of one 32-code chunk with x86 byte masks where the compiler allows
-// them: one shift and one movemask per plane (SSE2 is part of baseline x86-64; AVX2 does
-// the 32 lanes at once). Same planes as core/bitplane.hpp, which other targets use.
+// x86 vector versions of the host codec's hottest steps, used where the compiler targets
+// them (SSE2 is part of baseline x86-64; AVX2 with -march=native on recent CPUs); every
+// other target uses the portable core/ code. Results are identical bit for bit:
+// - fp32 group min/max: compilers do not vectorise the finite-only selects of stats_add
+//   (the comparisons may trap), but min/max instructions implement them exactly;
+// - bit-plane packing of one 32-code chunk: one shift and one movemask per plane, the
+//   same planes as core/bitplane.hpp.
 #pragma once
 
 #include "../core/bitplane.hpp"
+#include "../core/quant_math.hpp"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -12,6 +17,46 @@
 #endif
 
 namespace pipecodec::host::detail {
+
+// stats_add over x[0..len): finite values only. Lane-wise: v replaced by the neutral +-Inf
+// unless -FLT_MAX <= v <= FLT_MAX (false for NaN), then min/max, which return the second
+// operand on ties, as stats_add keeps the old value.
+inline pipecodec::detail::group_stats minmax_f32(const float* x, uint64_t len) {
+  using pipecodec::detail::flt_max;
+  pipecodec::detail::group_stats s;
+  uint64_t i = 0;
+#if defined(__AVX2__)
+  const __m256 inf = _mm256_set1_ps(__builtin_inff()), ninf = _mm256_set1_ps(-__builtin_inff());
+  const __m256 lo_ok = _mm256_set1_ps(-flt_max), hi_ok = _mm256_set1_ps(flt_max);
+  __m256 lo = inf, hi = ninf;
+  for (; i + 8 <= len; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 fin = _mm256_and_ps(_mm256_cmp_ps(v, lo_ok, _CMP_GE_OQ), _mm256_cmp_ps(v, hi_ok, _CMP_LE_OQ));
+    lo = _mm256_min_ps(_mm256_blendv_ps(inf, v, fin), lo);
+    hi = _mm256_max_ps(_mm256_blendv_ps(ninf, v, fin), hi);
+  }
+  float l8[8], h8[8];
+  _mm256_storeu_ps(l8, lo);
+  _mm256_storeu_ps(h8, hi);
+  for (uint32_t k = 0; k < 8; ++k) s = pipecodec::detail::stats_merge(s, {l8[k], h8[k]});
+#elif defined(__SSE2__)
+  const __m128 inf = _mm_set1_ps(__builtin_inff()), ninf = _mm_set1_ps(-__builtin_inff());
+  const __m128 lo_ok = _mm_set1_ps(-flt_max), hi_ok = _mm_set1_ps(flt_max);
+  __m128 lo = inf, hi = ninf;
+  for (; i + 4 <= len; i += 4) {
+    const __m128 v = _mm_loadu_ps(x + i);
+    const __m128 fin = _mm_and_ps(_mm_cmpge_ps(v, lo_ok), _mm_cmple_ps(v, hi_ok));
+    lo = _mm_min_ps(_mm_or_ps(_mm_and_ps(fin, v), _mm_andnot_ps(fin, inf)), lo);
+    hi = _mm_max_ps(_mm_or_ps(_mm_and_ps(fin, v), _mm_andnot_ps(fin, ninf)), hi);
+  }
+  float l4[4], h4[4];
+  _mm_storeu_ps(l4, lo);
+  _mm_storeu_ps(h4, hi);
+  for (uint32_t k = 0; k < 4; ++k) s = pipecodec::detail::stats_merge(s, {l4[k], h4[k]});
+#endif
+  for (; i < len; ++i) pipecodec::detail::stats_add(s, x[i]);
+  return s;
+}
 
 // bit j of codes[l] -> bit l of planes[j]: shifting bit j of every byte up to bit 7 (the
 // 16-bit shift cannot carry another byte's bit into bit 7) and reading the byte sign bits.

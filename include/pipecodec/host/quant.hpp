@@ -15,27 +15,13 @@ using namespace pipecodec::detail;
 
 template <dtype In>
 inline group_stats group_statistics(const void* x, uint64_t begin, uint64_t len) {
-  // Eight independent lanes of selects the compiler turns into vector min/max without
-  // -ffast-math (stats_add's rule: NaN and +-Inf are replaced by the neutral bound, so only
-  // finite values count). Which of +0/-0 survives may differ; make_params canonicalises zeros.
-  float lo[8], hi[8];
-  for (uint32_t l = 0; l < 8; ++l) {
-    lo[l] = __builtin_inff();
-    hi[l] = -__builtin_inff();
+  if constexpr (In == dtype::f32) {
+    return minmax_f32(static_cast<const float*>(x) + begin, len);
+  } else {
+    group_stats s;
+    for (uint64_t i = 0; i < len; ++i) stats_add(s, load<In>(x, begin + i));
+    return s;
   }
-  uint64_t i = 0;
-  for (; i + 8 <= len; i += 8)
-    for (uint32_t l = 0; l < 8; ++l) {
-      const float v = load<In>(x, begin + i + l);
-      const float vl = v >= -flt_max ? v : __builtin_inff();
-      const float vh = v <= flt_max ? v : -__builtin_inff();
-      lo[l] = vl < lo[l] ? vl : lo[l];
-      hi[l] = vh > hi[l] ? vh : hi[l];
-    }
-  group_stats s;
-  for (; i < len; ++i) stats_add(s, load<In>(x, begin + i));
-  for (uint32_t l = 0; l < 8; ++l) s = stats_merge(s, group_stats{lo[l], hi[l]});
-  return s;
 }
 
 // Uniforms in [0, 1) for elements e0 .. e0+31 of the rounding stream. The block loop has a
