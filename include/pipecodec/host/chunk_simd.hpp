@@ -60,12 +60,18 @@ inline pipecodec::detail::group_stats minmax_f32(const float* x, uint64_t len) {
 
 // bit j of codes[l] -> bit l of planes[j]: shifting bit j of every byte up to bit 7 (the
 // 16-bit shift cannot carry another byte's bit into bit 7) and reading the byte sign bits.
+#if defined(__AVX2__)
+template <uint32_t Bits>
+inline void planes_from_bytes(__m256i v, uint32_t* planes) {
+  for (uint32_t j = 0; j < Bits; ++j)
+    planes[j] = uint32_t(_mm256_movemask_epi8(_mm256_sll_epi16(v, _mm_cvtsi32_si128(int(7 - j)))));
+}
+#endif
+
 template <uint32_t Bits>
 inline void pack_chunk(const uint8_t (&codes)[32], uint32_t* planes) {
 #if defined(__AVX2__)
-  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
-  for (uint32_t j = 0; j < Bits; ++j)
-    planes[j] = uint32_t(_mm256_movemask_epi8(_mm256_sll_epi16(v, _mm_cvtsi32_si128(int(7 - j)))));
+  planes_from_bytes<Bits>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes)), planes);
 #elif defined(__SSE2__)
   const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes));
   const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16));
@@ -78,6 +84,36 @@ inline void pack_chunk(const uint8_t (&codes)[32], uint32_t* planes) {
   pipecodec::detail::pack_planes<Bits>(codes, planes);
 #endif
 }
+
+#if defined(__AVX2__)
+// quantize_nearest / quantize_stochastic of 32 fp32 values and their bit planes, all in
+// registers. Same operations in the same order: (x - o) * pre * inv, clamp (max/min return
+// the bound for NaN and on ties, as clamp_code does), + z, then round.
+// u: the 32 uniforms of the chunk (stochastic only).
+template <uint32_t Bits, rounding R>
+inline void quantize_pack_f32(const float* x, const pipecodec::detail::group_params& p,
+                              const pipecodec::detail::quant_consts& c, const float* u, uint32_t* planes) {
+  const __m256 off = _mm256_set1_ps(p.offset), pre = _mm256_set1_ps(p.pre), inv = _mm256_set1_ps(p.inv);
+  const __m256 lo = _mm256_set1_ps(c.lo), hi = _mm256_set1_ps(c.hi), zero = _mm256_set1_ps(c.zero);
+  __m256i q[4];
+  for (uint32_t k = 0; k < 4; ++k) {
+    __m256 y = _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + 8 * k), off), pre), inv);
+    y = _mm256_add_ps(_mm256_min_ps(_mm256_max_ps(y, lo), hi), zero);
+    if constexpr (R == rounding::nearest) {
+      q[k] = _mm256_and_si256(_mm256_castps_si256(_mm256_add_ps(y, _mm256_set1_ps(12582912.0F))),
+                              _mm256_set1_epi32(0xFF));
+    } else {
+      const __m256i t = _mm256_cvttps_epi32(y);
+      const __m256 frac = _mm256_sub_ps(y, _mm256_cvtepi32_ps(t));
+      const __m256 up = _mm256_cmp_ps(_mm256_loadu_ps(u + 8 * k), frac, _CMP_LT_OQ);
+      q[k] = _mm256_sub_epi32(t, _mm256_castps_si256(up));  // mask is -1 where rounding up
+    }
+  }
+  // Codes are 0..255: saturating packs keep them; the dword permute undoes the per-lane order.
+  const __m256i bytes = _mm256_packus_epi16(_mm256_packus_epi32(q[0], q[1]), _mm256_packus_epi32(q[2], q[3]));
+  planes_from_bytes<Bits>(_mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)), planes);
+}
+#endif
 
 // Inverse of pack_chunk: every byte picks its plane bit with a byte shuffle and a mask.
 template <uint32_t Bits>

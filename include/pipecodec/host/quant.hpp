@@ -65,7 +65,17 @@ inline void encode_group(const void* x, const quant_params& q, const quant_layou
   for (uint64_t e = 0; e < len; e += 32, dst += Bits * 4) {
     float v[32];
     uint8_t codes[32];
+    uint32_t planes[Bits];
     if (len - e >= 32) {  // full chunk: branch-free loops the compiler vectorises
+#if defined(__AVX2__)
+      if constexpr (In == dtype::f32) {
+        float u[32];
+        if constexpr (R == rounding::stochastic) uniforms32(seed, begin + e, u);
+        quantize_pack_f32<Bits, R>(static_cast<const float*>(x) + begin + e, p, c, u, planes);
+        memcpy(dst, planes, sizeof(planes));
+        continue;
+      }
+#endif
       for (uint32_t l = 0; l < 32; ++l) v[l] = load<In>(x, begin + e + l);
       quantize_chunk<Bits, R>(v, p, c, seed, begin + e, codes);
     } else {
@@ -74,7 +84,6 @@ inline void encode_group(const void* x, const quant_params& q, const quant_layou
       quantize_chunk<Bits, R>(v, p, c, seed, begin + e, codes);
       for (uint32_t l = cnt; l < 32; ++l) codes[l] = 0;  // padding lanes are zero on the wire
     }
-    uint32_t planes[Bits];
     pack_chunk<Bits>(codes, planes);
     memcpy(dst, planes, sizeof(planes));
   }
@@ -122,7 +131,12 @@ inline status encode_quant(const quant_params& q, const_tensor_view in, void* pa
   h.total_bytes = L.total;
   write_quant_params(h.params, q, L.group_len, q.round == rounding::stochastic ? seed : 0);
   write_header(p, h);
-  memset(p + L.params_offset, 0, L.total - L.params_offset);  // padding is zero on the wire
+  // Every scale and every chunk's planes are written below; only the section paddings
+  // remain, and padding is zero on the wire.
+  const uint64_t params_end = L.params_offset + L.groups * L.scale_bytes * (L.has_offset ? 2u : 1u);
+  memset(p + params_end, 0, L.codes_offset - params_end);
+  const uint64_t codes_end = L.codes_offset + L.chunks * L.bits * 4u;
+  memset(p + codes_end, 0, L.total - codes_end);
 
   const status st = dispatch_dtype_bits(in.type, q.bits, [&](auto tc, auto bc) {
     constexpr dtype T = decltype(tc)::value;
