@@ -27,6 +27,12 @@ inline group_stats group_statistics(const void* x, uint64_t begin, uint64_t len)
 // Uniforms in [0, 1) for elements e0 .. e0+31 of the rounding stream. The block loop has a
 // fixed trip count so compilers run the Philox blocks side by side in vector lanes.
 inline void uniforms32(uint64_t seed, uint64_t e0, float (&u)[32]) {
+#if defined(__AVX2__)
+  if ((e0 & 3u) == 0) {
+    uniforms32_avx2(seed, e0 >> 2, u);
+    return;
+  }
+#endif
   uint32_t words[36];
   const uint64_t b0 = e0 >> 2;
   const uint32_t off = uint32_t(e0 & 3u);
