@@ -145,42 +145,51 @@ inline __m256i mulhi_epu32(__m256i a, __m256i m) {
   return _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
 }
 
-// to_unit_float of the 4 x 8 words random_block(seed, stream_rounding, b0 + b) for b < 8,
-// in element order (u[4b + k] = word k of block b): philox4x32_10 with lane b = block b.
-inline void uniforms32_avx2(uint64_t seed, uint64_t b0, float* u) {
-  alignas(32) uint32_t lo[8], hi[8];
-  for (uint32_t b = 0; b < 8; ++b) {
-    lo[b] = uint32_t(b0 + b);
-    hi[b] = uint32_t((b0 + b) >> 32);
+// to_unit_float of the words of blocks b0 .. b0 + 8 Sets - 1 of random_block(seed,
+// stream_rounding, .) in element order (u[4b + k] = word k of block b): philox4x32_10 with
+// lane l of set s = block 8s + l. Several sets interleave to hide the multiply latency.
+template <uint32_t Sets>
+inline void uniforms_avx2(uint64_t seed, uint64_t b0, float* u) {
+  __m256i c0[Sets], c1[Sets], c2[Sets], c3[Sets];
+  for (uint32_t s = 0; s < Sets; ++s) {
+    alignas(32) uint32_t lo[8], hi[8];
+    for (uint32_t b = 0; b < 8; ++b) {
+      lo[b] = uint32_t(b0 + 8 * s + b);
+      hi[b] = uint32_t((b0 + 8 * s + b) >> 32);
+    }
+    c0[s] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
+    c1[s] = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi));
+    c2[s] = _mm256_set1_epi32(int(pipecodec::detail::stream_rounding));
+    c3[s] = _mm256_setzero_si256();
   }
-  __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
-  __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi));
-  __m256i c2 = _mm256_set1_epi32(int(pipecodec::detail::stream_rounding)), c3 = _mm256_setzero_si256();
   const __m256i m0 = _mm256_set1_epi32(int(0xD2511F53u)), m1 = _mm256_set1_epi32(int(0xCD9E8D57u));
   uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
   for (int r = 0; r < 10; ++r) {
-    const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(mulhi_epu32(c2, m1), c1), _mm256_set1_epi32(int(k0)));
-    const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(mulhi_epu32(c0, m0), c3), _mm256_set1_epi32(int(k1)));
-    c1 = _mm256_mullo_epi32(c2, m1);
-    c3 = _mm256_mullo_epi32(c0, m0);
-    c0 = n0;
-    c2 = n2;
+    const __m256i key0 = _mm256_set1_epi32(int(k0)), key1 = _mm256_set1_epi32(int(k1));
+    for (uint32_t s = 0; s < Sets; ++s) {
+      const __m256i n0 = _mm256_xor_si256(_mm256_xor_si256(mulhi_epu32(c2[s], m1), c1[s]), key0);
+      const __m256i n2 = _mm256_xor_si256(_mm256_xor_si256(mulhi_epu32(c0[s], m0), c3[s]), key1);
+      c1[s] = _mm256_mullo_epi32(c2[s], m1);
+      c3[s] = _mm256_mullo_epi32(c0[s], m0);
+      c0[s] = n0;
+      c2[s] = n2;
+    }
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
   // Lane b of c_k is word k of block b. 4x4 transposes inside each 128-bit half give one
   // block per half (e01: blocks 0 | 4, ...); the halves regroup into elements 0-7, ..., 24-31.
-  const __m256i a = _mm256_unpacklo_epi32(c0, c1), b = _mm256_unpacklo_epi32(c2, c3);
-  const __m256i c = _mm256_unpackhi_epi32(c0, c1), d = _mm256_unpackhi_epi32(c2, c3);
-  const __m256i e01 = _mm256_unpacklo_epi64(a, b);  // blocks 0 | 4
-  const __m256i e23 = _mm256_unpackhi_epi64(a, b);  // blocks 1 | 5
-  const __m256i e45 = _mm256_unpacklo_epi64(c, d);  // blocks 2 | 6
-  const __m256i e67 = _mm256_unpackhi_epi64(c, d);  // blocks 3 | 7
-  const __m256i w[4] = {_mm256_permute2x128_si256(e01, e23, 0x20), _mm256_permute2x128_si256(e45, e67, 0x20),
-                        _mm256_permute2x128_si256(e01, e23, 0x31), _mm256_permute2x128_si256(e45, e67, 0x31)};
   const __m256 unit = _mm256_set1_ps(5.9604644775390625e-8F);
-  for (uint32_t k = 0; k < 4; ++k)
-    _mm256_storeu_ps(u + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(w[k], 8)), unit));
+  for (uint32_t s = 0; s < Sets; ++s) {
+    const __m256i a = _mm256_unpacklo_epi32(c0[s], c1[s]), b = _mm256_unpacklo_epi32(c2[s], c3[s]);
+    const __m256i c = _mm256_unpackhi_epi32(c0[s], c1[s]), d = _mm256_unpackhi_epi32(c2[s], c3[s]);
+    const __m256i e01 = _mm256_unpacklo_epi64(a, b), e23 = _mm256_unpackhi_epi64(a, b);
+    const __m256i e45 = _mm256_unpacklo_epi64(c, d), e67 = _mm256_unpackhi_epi64(c, d);
+    const __m256i w[4] = {_mm256_permute2x128_si256(e01, e23, 0x20), _mm256_permute2x128_si256(e45, e67, 0x20),
+                          _mm256_permute2x128_si256(e01, e23, 0x31), _mm256_permute2x128_si256(e45, e67, 0x31)};
+    for (uint32_t k = 0; k < 4; ++k)
+      _mm256_storeu_ps(u + 32 * s + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(w[k], 8)), unit));
+  }
 }
 #endif
 

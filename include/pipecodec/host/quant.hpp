@@ -26,10 +26,10 @@ inline group_stats group_statistics(const void* x, uint64_t begin, uint64_t len)
 
 // Uniforms in [0, 1) for elements e0 .. e0+31 of the rounding stream. The block loop has a
 // fixed trip count so compilers run the Philox blocks side by side in vector lanes.
-inline void uniforms32(uint64_t seed, uint64_t e0, float (&u)[32]) {
+inline void uniforms32(uint64_t seed, uint64_t e0, float* u) {
 #if defined(__AVX2__)
   if ((e0 & 3u) == 0) {
-    uniforms32_avx2(seed, e0 >> 2, u);
+    uniforms_avx2<1>(seed, e0 >> 2, u);
     return;
   }
 #endif
@@ -68,6 +68,10 @@ inline void encode_group(const void* x, const quant_params& q, const quant_layou
   store_group(payload, L, g, p);
   const quant_consts c = consts_for(Bits, q.scale);
   uint8_t* dst = payload + L.codes_offset + L.group_chunk(g) * Bits * 4;
+#if defined(__AVX2__)
+  float u[128];  // uniforms of elements u_begin .. u_end - 1 of the group
+  uint64_t u_begin = 0, u_end = 0;
+#endif
   for (uint64_t e = 0; e < len; e += 32, dst += Bits * 4) {
     float v[32];
     uint8_t codes[32];
@@ -75,9 +79,16 @@ inline void encode_group(const void* x, const quant_params& q, const quant_layou
     if (len - e >= 32) {  // full chunk: branch-free loops the compiler vectorises
 #if defined(__AVX2__)
       if constexpr (In == dtype::f32) {
-        float u[32];
-        if constexpr (R == rounding::stochastic) uniforms32(seed, begin + e, u);
-        quantize_pack_f32<Bits, R>(static_cast<const float*>(x) + begin + e, p, c, u, planes);
+        if constexpr (R == rounding::stochastic) {
+          if (e >= u_end) {  // uniforms for 4 chunks at once where possible: 32 blocks interleave
+            const bool four = len - e >= 128 && ((begin + e) & 3u) == 0;
+            if (four) uniforms_avx2<4>(seed, (begin + e) >> 2, u);
+            else uniforms32(seed, begin + e, u);
+            u_begin = e;
+            u_end = e + (four ? 128 : 32);
+          }
+        }
+        quantize_pack_f32<Bits, R>(static_cast<const float*>(x) + begin + e, p, c, u + (e - u_begin), planes);
         memcpy(dst, planes, sizeof(planes));
         continue;
       }
