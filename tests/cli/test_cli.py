@@ -253,6 +253,7 @@ cases = [
     ("raw: bad --dtype", ["encode", *spec, "--dtype", "f64", "--shape", "10", RAW, path("o")]),
     ("raw: bad --shape", ["encode", *spec, "--dtype", "f32", "--shape", "2y5", RAW, path("o")]),
     ("decode: bad --dtype", ["decode", "--dtype", "int8", path("q.pc"), path("o.npy")]),
+    ("decode: bf16 into a .npy name", ["decode", "--dtype", "bf16", path("q.pc"), path("o.npy")], "bf16"),
 ]
 for name in payload:
     if name != "nan-scale.pc":  # info checks the header only; section contents are decode's job

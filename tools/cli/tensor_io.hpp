@@ -100,6 +100,9 @@ inline tensor load_tensor(const std::string& path, const args& a) {
 // Writes .npy for fp32/fp16 and raw little-endian bytes for bf16.
 inline void save_tensor(const std::string& path, const tensor& t) {
   if (t.type == pipecodec::dtype::bf16) {
+    if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0)
+      throw error("bf16 output is raw bytes (.npy has no bf16 dtype): name it e.g. '" +
+                  path.substr(0, path.size() - 4) + ".bf16'");
     write_file(path, t.bytes.data(), t.bytes.size());
     return;
   }
