@@ -1,11 +1,13 @@
 // Host k-bit quantization throughput for n = 2^24 fp32 elements, group 128.
 // Every codec iteration is paired with a memcpy of the same input bytes, timed in the same
-// loop, so `x_memcpy` (codec time / memcpy time) survives a noisy, shared machine.
+// loop, so `x_memcpy` (codec time / memcpy time; `_cpu`: thread CPU time) survives a noisy,
+// shared machine.
 // Targets (one core): nearest encode <= 2x, decode <= 1.5x, stochastic encode <= 4x memcpy.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "../tests/common/data.hpp"
@@ -32,27 +34,44 @@ pc::spec quant_spec(int64_t bits, pc::rounding r) {
   return s;
 }
 
-// Runs `op` once per iteration (timed) and a memcpy of the input bytes (timed separately).
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// CPU time of this thread: on a shared, oversubscribed machine it leaves out the time the
+// thread waits to be scheduled, which wall time charges at random to either side.
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// Runs `op` once per iteration (timed) and a memcpy of the input bytes (timed separately),
+// and reports op / memcpy as wall-time and as thread-CPU-time ratios.
 template <class Op>
 void timed_against_memcpy(benchmark::State& state, Op&& op) {
   const size_t bytes = n * sizeof(float);
   std::vector<char> a(bytes, 1), b(bytes, 2);
-  double copy_s = 0, op_s = 0;
+  double copy_wall = 0, copy_cpu = 0, op_wall = 0, op_cpu = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    const auto t0 = std::chrono::steady_clock::now();
+    double w = wall_seconds(), c = cpu_seconds();
     std::memcpy(b.data(), a.data(), bytes);
     benchmark::ClobberMemory();
-    copy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    copy_wall += wall_seconds() - w;
+    copy_cpu += cpu_seconds() - c;
     state.ResumeTiming();
-    const auto t1 = std::chrono::steady_clock::now();
+    w = wall_seconds();
+    c = cpu_seconds();
     op();
     benchmark::ClobberMemory();
-    op_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    op_wall += wall_seconds() - w;
+    op_cpu += cpu_seconds() - c;
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
-  state.counters["x_memcpy"] = op_s / copy_s;
-  state.counters["memcpy_GBps"] = double(state.iterations()) * double(bytes) / copy_s / 1e9;
+  state.counters["x_memcpy"] = op_wall / copy_wall;
+  state.counters["x_memcpy_cpu"] = op_cpu / copy_cpu;
+  state.counters["memcpy_GBps"] = double(state.iterations()) * double(bytes) / copy_wall / 1e9;
 }
 
 void encode(benchmark::State& state, pc::rounding r) {
