@@ -4,6 +4,7 @@
 #include "core/config.hpp"
 #include "core/dtype.hpp"
 #include "core/format.hpp"
+#include "core/inspect.hpp"
 #include "core/shape.hpp"
 #include "core/sizes.hpp"
 #include "core/spec.hpp"

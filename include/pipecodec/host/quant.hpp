@@ -2,11 +2,11 @@
 // and pack. Loops work on fixed 32-lane chunks so compilers vectorise them at any -march.
 #pragma once
 
-#include "../core/bitplane.hpp"
 #include "../core/dispatch.hpp"
 #include "../core/philox.hpp"
 #include "../core/quant_format.hpp"
 #include "../core/quant_math.hpp"
+#include "chunk_simd.hpp"
 #include "overlap.hpp"
 
 namespace pipecodec::host::detail {
@@ -15,27 +15,49 @@ using namespace pipecodec::detail;
 
 template <dtype In>
 inline group_stats group_statistics(const void* x, uint64_t begin, uint64_t len) {
-  // Eight independent lanes so the reduction vectorises without -ffast-math.
-  group_stats lane[8];
-  uint64_t i = 0;
-  for (; i + 8 <= len; i += 8)
-    for (uint32_t l = 0; l < 8; ++l) stats_add(lane[l], load<In>(x, begin + i + l));
-  for (; i < len; ++i) stats_add(lane[0], load<In>(x, begin + i));
-  group_stats s = lane[0];
-  for (uint32_t l = 1; l < 8; ++l) s = stats_merge(s, lane[l]);
-  return s;
+  if constexpr (In == dtype::f32) {
+    return minmax_f32(static_cast<const float*>(x) + begin, len);
+  } else {
+    group_stats s;
+    for (uint64_t i = 0; i < len; ++i) stats_add(s, load<In>(x, begin + i));
+    return s;
+  }
 }
 
-// Uniforms in [0, 1) for elements e0 .. e0+31 of the rounding stream.
-inline void uniforms32(uint64_t seed, uint64_t e0, float (&u)[32]) {
+// Uniforms in [0, 1) for elements e0 .. e0+31 of the rounding stream. The block loop has a
+// fixed trip count so compilers run the Philox blocks side by side in vector lanes.
+inline void uniforms32(uint64_t seed, uint64_t e0, float* u) {
+#if defined(__AVX2__)
+  if ((e0 & 3u) == 0) {
+    uniforms_avx2<1>(seed, e0 >> 2, u);
+    return;
+  }
+#endif
   uint32_t words[36];
   const uint64_t b0 = e0 >> 2;
-  for (uint32_t b = 0; b < 9; ++b) {
+  const uint32_t off = uint32_t(e0 & 3u);
+  for (uint32_t b = 0; b < 8; ++b) {
     const philox_out r = random_block(seed, stream_rounding, b0 + b);
     for (uint32_t k = 0; k < 4; ++k) words[4 * b + k] = r.v[k];
   }
-  const uint32_t off = uint32_t(e0 & 3u);
+  if (off != 0) {  // a chunk that starts mid-block (row groups) needs a ninth block
+    const philox_out r = random_block(seed, stream_rounding, b0 + 8);
+    for (uint32_t k = 0; k < 4; ++k) words[32 + k] = r.v[k];
+  }
   for (uint32_t l = 0; l < 32; ++l) u[l] = to_unit_float(words[off + l]);
+}
+
+// Codes of one chunk of 32 values (e0: index of v[0], for the random stream).
+template <uint32_t Bits, rounding R>
+inline void quantize_chunk(const float (&v)[32], const group_params& p, const quant_consts& c,
+                           uint64_t seed, uint64_t e0, uint8_t (&codes)[32]) {
+  if constexpr (R == rounding::nearest) {
+    for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_nearest(v[l], p, c));
+  } else {
+    float u[32];
+    uniforms32(seed, e0, u);
+    for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_stochastic(v[l], p, c, u[l]));
+  }
 }
 
 template <dtype In, uint32_t Bits, rounding R>
@@ -46,21 +68,40 @@ inline void encode_group(const void* x, const quant_params& q, const quant_layou
   store_group(payload, L, g, p);
   const quant_consts c = consts_for(Bits, q.scale);
   uint8_t* dst = payload + L.codes_offset + L.group_chunk(g) * Bits * 4;
+#if defined(__AVX2__)
+  float u[128];  // uniforms of elements u_begin .. u_end - 1 of the group
+  uint64_t u_begin = 0, u_end = 0;
+#endif
   for (uint64_t e = 0; e < len; e += 32, dst += Bits * 4) {
-    const uint32_t cnt = len - e < 32 ? uint32_t(len - e) : 32u;
     float v[32];
-    for (uint32_t l = 0; l < 32; ++l) v[l] = l < cnt ? load<In>(x, begin + e + l) : 0.0F;
     uint8_t codes[32];
-    if constexpr (R == rounding::nearest) {
-      for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_nearest(v[l], p, c));
-    } else {
-      float u[32];
-      uniforms32(seed, begin + e, u);
-      for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_stochastic(v[l], p, c, u[l]));
-    }
-    for (uint32_t l = cnt; l < 32; ++l) codes[l] = 0;  // padding lanes are zero on the wire
     uint32_t planes[Bits];
-    pack_planes<Bits>(codes, planes);
+    if (len - e >= 32) {  // full chunk: branch-free loops the compiler vectorises
+#if defined(__AVX2__)
+      if constexpr (In == dtype::f32) {
+        if constexpr (R == rounding::stochastic) {
+          if (e >= u_end) {  // uniforms for 4 chunks at once where possible: 32 blocks interleave
+            const bool four = len - e >= 128 && ((begin + e) & 3u) == 0;
+            if (four) uniforms_avx2<4>(seed, (begin + e) >> 2, u);
+            else uniforms32(seed, begin + e, u);
+            u_begin = e;
+            u_end = e + (four ? 128 : 32);
+          }
+        }
+        quantize_pack_f32<Bits, R>(static_cast<const float*>(x) + begin + e, p, c, u + (e - u_begin), planes);
+        memcpy(dst, planes, sizeof(planes));
+        continue;
+      }
+#endif
+      for (uint32_t l = 0; l < 32; ++l) v[l] = load<In>(x, begin + e + l);
+      quantize_chunk<Bits, R>(v, p, c, seed, begin + e, codes);
+    } else {
+      const uint32_t cnt = uint32_t(len - e);
+      for (uint32_t l = 0; l < 32; ++l) v[l] = l < cnt ? load<In>(x, begin + e + l) : 0.0F;
+      quantize_chunk<Bits, R>(v, p, c, seed, begin + e, codes);
+      for (uint32_t l = cnt; l < 32; ++l) codes[l] = 0;  // padding lanes are zero on the wire
+    }
+    pack_chunk<Bits>(codes, planes);
     memcpy(dst, planes, sizeof(planes));
   }
 }
@@ -78,7 +119,7 @@ inline void decode_group(const quant_payload& qp, uint64_t g, void* out) {
     uint32_t planes[Bits];
     memcpy(planes, src, sizeof(planes));
     uint8_t codes[32];
-    unpack_planes<Bits>(planes, codes);
+    unpack_chunk<Bits>(planes, codes);
     float v[32];
     for (uint32_t l = 0; l < 32; ++l) v[l] = dequantize(codes[l], scale, offset, zero);
     for (uint32_t l = 0; l < cnt; ++l) {
@@ -107,7 +148,12 @@ inline status encode_quant(const quant_params& q, const_tensor_view in, void* pa
   h.total_bytes = L.total;
   write_quant_params(h.params, q, L.group_len, q.round == rounding::stochastic ? seed : 0);
   write_header(p, h);
-  memset(p + L.params_offset, 0, L.total - L.params_offset);  // padding is zero on the wire
+  // Every scale and every chunk's planes are written below; only the section paddings
+  // remain, and padding is zero on the wire.
+  const uint64_t params_end = L.params_offset + L.groups * L.scale_bytes * (L.has_offset ? 2u : 1u);
+  memset(p + params_end, 0, L.codes_offset - params_end);
+  const uint64_t codes_end = L.codes_offset + L.chunks * L.bits * 4u;
+  memset(p + codes_end, 0, L.total - codes_end);
 
   const status st = dispatch_dtype_bits(in.type, q.bits, [&](auto tc, auto bc) {
     constexpr dtype T = decltype(tc)::value;

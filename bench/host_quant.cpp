@@ -1,0 +1,118 @@
+// Host k-bit quantization throughput for n = 2^24 fp32 elements, group 128.
+// Every codec iteration is paired with a memcpy of the same input bytes, timed in the same
+// loop, so `x_memcpy` (codec time / memcpy time; `_cpu`: thread CPU time) survives a noisy,
+// shared machine.
+// Targets (one core): nearest encode <= 2x, decode <= 1.5x, stochastic encode <= 4x memcpy.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include "../tests/common/data.hpp"
+#include "pipecodec/pipecodec.hpp"
+
+namespace pc = pipecodec;
+
+namespace {
+
+constexpr uint64_t n = uint64_t(1) << 24;
+
+const std::vector<float>& input() {
+  static const std::vector<float> x = testdata::activations(n, 1);
+  return x;
+}
+
+pc::spec quant_spec(int64_t bits, pc::rounding r) {
+  pc::spec s;
+  s.codec = pc::codec_id::quant;
+  s.quant.bits = uint8_t(bits);
+  s.quant.group_size = 128;
+  s.quant.round = r;
+  s.quant.scale_dtype = pc::dtype::f16;
+  return s;
+}
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// CPU time of this thread: on a shared, oversubscribed machine it leaves out the time the
+// thread waits to be scheduled, which wall time charges at random to either side.
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// Runs `op` once per iteration (timed) and a memcpy of the input bytes (timed separately),
+// and reports op / memcpy as wall-time and as thread-CPU-time ratios.
+template <class Op>
+void timed_against_memcpy(benchmark::State& state, Op&& op) {
+  const size_t bytes = n * sizeof(float);
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  double copy_wall = 0, copy_cpu = 0, op_wall = 0, op_cpu = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    double w = wall_seconds(), c = cpu_seconds();
+    std::memcpy(b.data(), a.data(), bytes);
+    benchmark::ClobberMemory();
+    copy_wall += wall_seconds() - w;
+    copy_cpu += cpu_seconds() - c;
+    state.ResumeTiming();
+    w = wall_seconds();
+    c = cpu_seconds();
+    op();
+    benchmark::ClobberMemory();
+    op_wall += wall_seconds() - w;
+    op_cpu += cpu_seconds() - c;
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
+  state.counters["x_memcpy"] = op_wall / copy_wall;
+  state.counters["x_memcpy_cpu"] = op_cpu / copy_cpu;
+  state.counters["memcpy_GBps"] = double(state.iterations()) * double(bytes) / copy_wall / 1e9;
+}
+
+void encode(benchmark::State& state, pc::rounding r) {
+  const pc::spec s = quant_spec(state.range(0), r);
+  const pc::shape shp(n);
+  std::vector<uint8_t> payload(pc::encoded_bytes(s, shp));
+  const pc::const_tensor_view in{input().data(), pc::dtype::f32, shp};
+  timed_against_memcpy(state, [&] {
+    if (!pc::ok(pc::host::encode(s, in, payload.data(), payload.size(), nullptr, 0, 7)))
+      state.SkipWithError("encode failed");
+  });
+}
+
+void decode(benchmark::State& state, pc::rounding r) {
+  const pc::spec s = quant_spec(state.range(0), r);
+  const pc::shape shp(n);
+  std::vector<uint8_t> payload(pc::encoded_bytes(s, shp));
+  std::vector<float> out(n);
+  if (!pc::ok(pc::host::encode(s, pc::const_tensor_view{input().data(), pc::dtype::f32, shp},
+                               payload.data(), payload.size(), nullptr, 0, 7)))
+    state.SkipWithError("encode failed");
+  timed_against_memcpy(state, [&] {
+    if (!pc::ok(pc::host::decode(payload.data(), payload.size(), pc::tensor_view{out.data(), pc::dtype::f32, shp})))
+      state.SkipWithError("decode failed");
+  });
+}
+
+void encode_nearest(benchmark::State& st) { encode(st, pc::rounding::nearest); }
+void encode_stochastic(benchmark::State& st) { encode(st, pc::rounding::stochastic); }
+void decode_nearest(benchmark::State& st) { decode(st, pc::rounding::nearest); }
+
+// Sanity row: a second memcpy as the "codec" should read x_memcpy ~ 1.
+void memcpy_input(benchmark::State& state) {
+  std::vector<char> a(n * sizeof(float), 3), b(n * sizeof(float), 4);
+  timed_against_memcpy(state, [&] { std::memcpy(b.data(), a.data(), a.size()); });
+}
+
+}  // namespace
+
+BENCHMARK(memcpy_input)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(encode_nearest)->ArgName("bits")->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(encode_stochastic)->ArgName("bits")->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(decode_nearest)->ArgName("bits")->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_MAIN();

@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the pipecodec CLI (python3 stdlib only; numpy is not needed).
+
+Usage: test_cli.py PATH_TO_PIPECODEC
+Prints one line per check and a summary; exits 1 if any check failed.
+"""
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+EXE = sys.argv[1]
+TMP = tempfile.mkdtemp(prefix="pipecodec-cli-")
+failures = []
+checks = 0
+
+
+def check(cond, what):
+    global checks
+    checks += 1
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def run(*args):
+    p = subprocess.run([EXE, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def npy_bytes(descr, shape, payload, fortran=False, version=1, header=None):
+    if header is None:
+        dims = "(%d,)" % shape[0] if len(shape) == 1 else "(" + ", ".join(str(d) for d in shape) + ")"
+        header = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, "True" if fortran else "False", dims)
+    lenfmt = "<H" if version == 1 else "<I"
+    pre = 6 + 2 + struct.calcsize(lenfmt)
+    header += " " * ((64 - (pre + len(header) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY" + bytes([version, 0]) + struct.pack(lenfmt, len(header)) + header.encode() + payload
+
+
+def write(name, data):
+    with open(path(name), "wb") as f:
+        f.write(data)
+    return path(name)
+
+
+def read_npy(name):
+    """Returns (descr, shape, values) of a .npy file written by the CLI."""
+    data = open(path(name), "rb").read()
+    assert data[:6] == b"\x93NUMPY", "bad magic"
+    hlen = struct.unpack("<H", data[8:10])[0]
+    header = data[10:10 + hlen].decode()
+    d = eval(header)  # a dict literal, as the format specifies
+    assert not d["fortran_order"]
+    n = 1
+    for s in d["shape"]:
+        n *= s
+    body = data[10 + hlen:]
+    fmt = {"<f4": "f", "<f2": "e"}[d["descr"]]
+    assert len(body) == n * struct.calcsize(fmt), "data size"
+    return d["descr"], d["shape"], list(struct.unpack("<%d%s" % (n, fmt), body))
+
+
+def bf16_bits(x):
+    """Round-to-nearest-even bf16 of a float32 value, as its 16-bit pattern."""
+    u = struct.unpack("<I", struct.pack("<f", x))[0]
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def bf16_value(bits):
+    return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def kv(text):
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(": ")
+        check(sep == ": " and key and key not in out, "well-formed `key: value` line %r" % line)
+        out[key] = value
+    return out
+
+
+# Inputs: a 2-D fp32 tensor of activation-like values and a 1-D fp16 one.
+ROWS, COLS = 6, 100
+X = [f32(math.sin(i * 0.37) * (1 + (i % 7)) - 0.5) for i in range(ROWS * COLS)]
+A32 = write("a32.npy", npy_bytes("<f4", (ROWS, COLS), struct.pack("<%df" % len(X), *X)))
+XH = [struct.unpack("<e", struct.pack("<e", v))[0] for v in X[:333]]
+A16 = write("a16.npy", npy_bytes("<f2", (333,), struct.pack("<333e", *XH)))
+
+# --- plain fp32 round trip is exact; quant round trip within half a step per group.
+rc, _, err = run("encode", "--spec", "plain:dtype=fp32", A32, path("p.pc"))
+check(rc == 0 and err == "", "encode plain exits 0 silently")
+rc, _, _ = run("decode", path("p.pc"), path("p.npy"))
+descr, shape, vals = read_npy("p.npy")
+check(rc == 0 and descr == "<f4" and shape == (ROWS, COLS) and vals == X, "plain fp32 round trip is exact")
+
+SPEC = "quant:bits=8,group=32,scale=minmax,round=nearest,scale_dtype=fp32"
+rc, _, _ = run("encode", "--spec", SPEC, A32, path("q.pc"))
+check(rc == 0, "encode quant 2-D fp32 .npy")
+rc, _, _ = run("decode", path("q.pc"), path("q.npy"))
+descr, shape, vals = read_npy("q.npy")
+worst = 0.0
+for g in range(0, len(X), 32):
+    grp = X[g:g + 32]
+    step = (max(grp) - min(grp)) / 255
+    for a, b in zip(grp, vals[g:g + 32]):
+        worst = max(worst, abs(a - b) / (step * 0.5 * (1 + 2**-10) + 1e-6))
+check(rc == 0 and descr == "<f4" and shape == (ROWS, COLS), "decode quant keeps dtype and shape")
+check(worst <= 1.0, "8-bit decode within half a step of every input (worst %.3f of bound)" % worst)
+
+# --- decode to each dtype: fp16 .npy, bf16 raw, both the fp32 decode rounded once.
+rc, _, _ = run("decode", "--dtype", "f16", path("q.pc"), path("q16.npy"))
+descr, shape, v16 = read_npy("q16.npy")
+check(rc == 0 and descr == "<f2" and shape == (ROWS, COLS), "decode --dtype f16 writes <f2 .npy")
+check(v16 == [struct.unpack("<e", struct.pack("<e", v))[0] for v in vals], "fp16 decode = fp32 decode rounded")
+rc, _, _ = run("decode", "--dtype", "bf16", path("q.pc"), path("q.bf16"))
+raw = open(path("q.bf16"), "rb").read()
+check(rc == 0 and len(raw) == 2 * ROWS * COLS, "decode --dtype bf16 writes raw 2-byte elements")
+check(list(struct.unpack("<%dH" % (ROWS * COLS), raw)) == [bf16_bits(v) for v in vals], "bf16 decode = fp32 decode rounded")
+rc, _, _ = run("decode", "--dtype", "f32", path("q.pc"), path("q32.npy"))
+check(rc == 0 and read_npy("q32.npy")[2] == vals, "decode --dtype f32 equals the default decode")
+
+# --- fp16 1-D .npy in, default decode dtype is the encoded one.
+rc, _, _ = run("encode", "--spec", "quant:bits=4,group=row", A16, path("h.pc"))
+rc2, _, _ = run("decode", path("h.pc"), path("h.npy"))
+descr, shape, vals = read_npy("h.npy")
+check(rc == 0 and rc2 == 0 and descr == "<f2" and shape == (333,), "1-D fp16 .npy round trip keeps <f2 and shape")
+
+# --- raw input in each dtype.
+for dt, blob in (("f32", struct.pack("<%df" % len(X), *X)),
+                 ("f16", struct.pack("<%de" % len(X), *X)),
+                 ("bf16", struct.pack("<%dH" % len(X), *[bf16_bits(v) for v in X]))):
+    raw_in = write("in." + dt, blob)
+    rc, _, err = run("encode", "--spec", "plain:dtype=fp32", "--dtype", dt, "--shape", "%dx%d" % (ROWS, COLS), raw_in, path("r.pc"))
+    rc2, out, _ = run("info", path("r.pc"))
+    info = kv(out)
+    check(rc == 0 and rc2 == 0 and info.get("shape") == "%dx%d" % (ROWS, COLS)
+          and info.get("dtype") == {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}[dt],
+          "raw %s input with --shape RxC is encoded with its dtype and shape" % dt)
+    out_name = "r.out" if dt == "bf16" else "r.npy"
+    rc, _, _ = run("decode", path("r.pc"), path(out_name))
+    if dt == "bf16":
+        check(rc == 0 and open(path(out_name), "rb").read() == blob, "raw bf16 plain round trip is exact")
+    else:
+        check(rc == 0 and read_npy(out_name)[1] == (ROWS, COLS), "raw %s decodes to .npy" % dt)
+raw_1d = write("in1d.f32", struct.pack("<%df" % len(X), *X))
+rc, _, _ = run("encode", "--spec", "quant", "--dtype", "f32", "--shape", str(len(X)), raw_1d, path("r1.pc"))
+rc2, out, _ = run("info", path("r1.pc"))
+check(rc == 0 and kv(out).get("ndim") == "1" and kv(out).get("shape") == str(len(X)), "raw --shape N is 1-D")
+
+# --- info: every key, canonical spec that reproduces the payload byte for byte.
+rc, _, _ = run("encode", "--spec", "quant:bits=3,round=stochastic,scale=absmax,scale_dtype=fp16", "--seed", "99", A32, path("s.pc"))
+rc2, out, err = run("info", path("s.pc"))
+info = kv(out)
+want = ["format_version", "codec", "spec", "seed", "dtype", "ndim", "shape", "elements", "sample_ids",
+        "total_bytes", "file_bytes", "bits_per_element", "ratio"]
+check(rc == 0 and rc2 == 0 and err == "" and list(info) == want, "info prints exactly the documented keys")
+check(info.get("spec") == "quant:bits=3,group=128,scale=absmax,round=stochastic,scale_dtype=fp16", "info spec is canonical")
+check(info.get("seed") == "99" and info.get("codec") == "quant" and info.get("format_version") == "1", "info seed/codec/version")
+size = os.path.getsize(path("s.pc"))
+check(info.get("total_bytes") == str(size) and info.get("elements") == str(ROWS * COLS), "info sizes match the file")
+check(abs(float(info["bits_per_element"]) - 8.0 * size / (ROWS * COLS)) < 1e-3, "info bits_per_element = 8 * bytes / n")
+rc, _, _ = run("encode", "--spec", info["spec"], "--seed", info["seed"], A32, path("s2.pc"))
+check(rc == 0 and open(path("s.pc"), "rb").read() == open(path("s2.pc"), "rb").read(),
+      "re-encoding with info's spec and seed reproduces the payload")
+rc, out, _ = run("info", path("p.pc"))
+check(rc == 0 and kv(out).get("spec") == "plain:dtype=fp32" and kv(out).get("codec") == "plain", "info on a plain payload")
+
+# --- eval: keys, consistency with encode, zero error for plain fp32.
+rc, out, err = run("eval", "--spec", SPEC, A32)
+ev = kv(out)
+want = ["spec", "dtype", "shape", "elements", "input_bytes", "payload_bytes", "bits_per_element", "ratio",
+        "max_abs_err", "rmse", "rel_l2_err", "nonfinite_inputs", "encode_GBps", "decode_GBps"]
+check(rc == 0 and err == "" and list(ev) == want, "eval prints exactly the documented keys")
+check(all(math.isfinite(float(ev[k])) for k in want[6:]), "eval figures are numbers")
+check(ev.get("payload_bytes") == str(os.path.getsize(path("q.pc"))), "eval payload size = encode output size")
+check(abs(float(ev["ratio"]) - 4.0 * ROWS * COLS / os.path.getsize(path("q.pc"))) < 1e-3, "eval ratio = input/payload bytes")
+check(0 < float(ev["max_abs_err"]) and float(ev["rmse"]) <= float(ev["max_abs_err"]), "eval errors are consistent")
+check(float(ev["encode_GBps"]) > 0 and float(ev["decode_GBps"]) > 0, "eval throughputs are positive")
+rc, out, _ = run("eval", "--spec", "plain:dtype=fp32", A32)
+ev = kv(out)
+check(rc == 0 and float(ev["max_abs_err"]) == 0 and float(ev["rel_l2_err"]) == 0, "eval of plain fp32 has zero error")
+
+# --- every bad input: non-zero exit, nothing on stdout, exactly one line on stderr.
+good = open(path("q.pc"), "rb").read()
+corrupt = bytearray(good)
+corrupt[64:68] = struct.pack("<f", float("nan"))  # first stored scale
+bad_version = bytearray(good)
+bad_version[4] = 9
+payload = {
+    "bad-magic.pc": b"XXXX" + good[4:],
+    "truncated.pc": good[:100],
+    "short.pc": good[:10],
+    "version.pc": bytes(bad_version),
+    "nan-scale.pc": bytes(corrupt),
+    "empty.pc": b"",
+}
+for name, data in payload.items():
+    write(name, data)
+F64 = write("f8.npy", npy_bytes("<f8", (4,), b"\0" * 32))
+FORT = write("fortran.npy", npy_bytes("<f4", (2, 2), b"\0" * 16, fortran=True))
+BIGE = write("bigendian.npy", npy_bytes(">f4", (4,), b"\0" * 16))
+D3 = write("3d.npy", npy_bytes("<f4", (2, 2, 2), b"\0" * 32))
+D0 = write("0d.npy", npy_bytes("<f4", (), b"\0" * 4, header="{'descr': '<f4', 'fortran_order': False, 'shape': (), }"))
+SHORT = write("short-data.npy", npy_bytes("<f4", (10,), b"\0" * 36))
+NOSHAPE = write("noshape.npy", npy_bytes("<f4", (4,), b"\0" * 16, header="{'descr': '<f4', 'fortran_order': False, }"))
+GARBLED = write("garbled.npy", npy_bytes("<f4", (4,), b"\0" * 16, header="{'descr': '<f4', 'fortran_order': False, 'shape': (4x,), }"))
+HLEN = write("hlen.npy", b"\x93NUMPY\x01\x00\xff\xff{'descr'")
+NOTNPY = write("text.npy", b"hello world, not an array\n")
+RAW = write("raw.f32", b"\0" * 40)
+missing = path("does-not-exist.npy")
+spec = ["--spec", "quant:bits=4"]
+cases = [
+    ("no command", []),
+    ("unknown command", ["compress", A32]),
+    ("unknown option", ["encode", "--bits", "4", A32, path("o")]),
+    ("option without value", ["encode", A32, path("o"), "--spec"]),
+    ("option twice", ["encode", "--spec", "quant", "--spec", "quant", A32, path("o")]),
+    ("missing --spec", ["encode", A32, path("o")]),
+    ("too few arguments", ["encode", *spec, A32]),
+    ("too many arguments", ["info", path("q.pc"), path("q.pc")]),
+    ("spec: unknown codec", ["encode", "--spec", "zip:bits=4", A32, path("o")]),
+    ("spec: unknown key", ["encode", "--spec", "quant:bitz=4", A32, path("o")], "bitz"),
+    ("spec: bad value", ["eval", "--spec", "quant:bits=9", A32], "bits"),
+    ("spec: bad group", ["encode", "--spec", "quant:group=33", A32, path("o")], "group"),
+    ("bad --seed", ["encode", *spec, "--seed", "x1", A32, path("o")]),
+    ("missing input file", ["encode", *spec, missing, path("o")]),
+    ("missing input file (eval)", ["eval", *spec, missing]),
+    ("missing payload file", ["decode", missing, path("o.npy")]),
+    ("output in a missing directory", ["encode", *spec, A32, path("no/such/dir/o.pc")]),
+    ("npy: float64", ["encode", *spec, F64, path("o")], "<f8"),
+    ("npy: fortran order", ["encode", *spec, FORT, path("o")], "fortran"),
+    ("npy: big-endian", ["encode", *spec, BIGE, path("o")]),
+    ("npy: 3-D", ["encode", *spec, D3, path("o")]),
+    ("npy: 0-D", ["eval", *spec, D0]),
+    ("npy: data shorter than shape", ["encode", *spec, SHORT, path("o")]),
+    ("npy: no shape key", ["encode", *spec, NOSHAPE, path("o")]),
+    ("npy: garbled shape", ["encode", *spec, GARBLED, path("o")]),
+    ("npy: header longer than file", ["encode", *spec, HLEN, path("o")]),
+    ("not a .npy file", ["encode", *spec, NOTNPY, path("o")]),
+    ("raw: --dtype without --shape", ["encode", *spec, "--dtype", "f32", RAW, path("o")]),
+    ("raw: size does not match shape", ["encode", *spec, "--dtype", "f32", "--shape", "3x4", RAW, path("o")]),
+    ("raw: bad --dtype", ["encode", *spec, "--dtype", "f64", "--shape", "10", RAW, path("o")]),
+    ("raw: bad --shape", ["encode", *spec, "--dtype", "f32", "--shape", "2y5", RAW, path("o")]),
+    ("decode: bad --dtype", ["decode", "--dtype", "int8", path("q.pc"), path("o.npy")]),
+    ("decode: bf16 into a .npy name", ["decode", "--dtype", "bf16", path("q.pc"), path("o.npy")], "bf16"),
+]
+for name in payload:
+    if name != "nan-scale.pc":  # info checks the header only; section contents are decode's job
+        cases.append(("payload %s: info" % name, ["info", path(name)]))
+    cases.append(("payload %s: decode" % name, ["decode", path(name), path("o.npy")]))
+cases.append(("info on a .npy file", ["info", A32]))
+for case in cases:
+    name, argv = case[0], case[1]
+    rc, out, err = run(*argv)
+    lines = err.splitlines()
+    good_err = rc != 0 and out == "" and len(lines) == 1 and lines[0].startswith("pipecodec: ")
+    if len(case) > 2:
+        good_err = good_err and case[2] in err
+    check(good_err, "%s: exit %d, one stderr line %r" % (name, rc, err.strip()))
+check(not os.path.exists(path("o.npy")), "failed decodes write no output file")
+
+rc, out, err = run("--help")
+check(rc == 0 and "encode" in out and err == "", "--help prints usage and exits 0")
+
+print("%d checks, %d failed" % (checks, len(failures)))
+sys.exit(1 if failures else 0)

@@ -1,0 +1,68 @@
+// pipecodec: encode, decode, inspect and evaluate tensors from the command line.
+// Exit status 0 on success; on any error exactly one line "pipecodec: <why>" on stderr and
+// exit status 1 (2 for a usage error).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cli/encode_decode.hpp"
+#include "cli/eval.hpp"
+#include "cli/info.hpp"
+
+namespace {
+
+const char usage[] =
+    "usage: pipecodec COMMAND ...\n"
+    "  encode --spec SPEC [--seed N] IN OUT   IN: .npy (<f4 or <f2, 1-D or 2-D), or raw with\n"
+    "                                         --dtype f32|f16|bf16 --shape N[xM]\n"
+    "  decode [--dtype f32|f16|bf16] IN OUT   OUT: .npy (raw bytes for bf16); dtype defaults\n"
+    "                                         to the dtype that was encoded\n"
+    "  info IN                                payload header, one `key: value` per line\n"
+    "  eval --spec SPEC [--seed N] IN         bits/element, ratio, errors, encode/decode GB/s\n"
+    "                                         (IN as for encode)\n"
+    "SPEC e.g. quant:bits=4,group=128,scale=minmax,round=nearest,scale_dtype=fp16\n";
+
+struct command {
+  const char* name;
+  void (*run)(int, char**);
+};
+
+const command commands[] = {
+    {"encode", cli::run_encode}, {"decode", cli::run_decode}, {"info", cli::run_info}, {"eval", cli::run_eval}};
+
+// One line, whatever the message holds (a spec or a path may contain a newline).
+void report(const std::string& msg) {
+  std::string line = msg;
+  for (char& c : line)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::fprintf(stderr, "pipecodec: %s\n", line.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help"))) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  if (argc < 2) {
+    report("missing command (encode, decode, info or eval; see pipecodec --help)");
+    return 2;
+  }
+  for (const command& c : commands) {
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    try {
+      c.run(argc, argv);
+      if (std::fflush(stdout) != 0) throw cli::error("cannot write to stdout");
+      return 0;
+    } catch (const std::bad_alloc&) {
+      report("out of memory");
+    } catch (const std::exception& e) {
+      report(e.what());
+    }
+    return 1;
+  }
+  report(std::string("unknown command '") + argv[1] + "' (encode, decode, info or eval; see pipecodec --help)");
+  return 2;
+}

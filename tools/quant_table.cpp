@@ -1,0 +1,152 @@
+// The quantizer on real and realistic data: Fashion-MNIST images and synthetic
+// activation-like tensors, encoded with a grid of specs, as a table of size and error.
+//   quant_table [--fashion-mnist DIR] [--images N] [SPEC ...]
+// With SPECs, only those are run; otherwise a grid over bits, group, scaling, rounding and
+// scale dtype. Rows print as they are computed; a summary per dataset closes the run.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../examples/common/fashion_mnist.hpp"
+#include "cli/codec_ops.hpp"
+#include "metrics.hpp"
+
+namespace {
+
+struct dataset {
+  std::string name;
+  cli::tensor t;  // fp32
+};
+
+cli::tensor make_tensor(pipecodec::shape shp, const std::vector<float>& v) {
+  cli::tensor t;
+  t.shp = shp;
+  t.bytes.resize(v.size() * sizeof(float));
+  std::memcpy(t.bytes.data(), v.data(), t.bytes.size());
+  return t;
+}
+
+// Synthetic tensors shaped like a transformer's batch x hidden activations and gradients.
+std::vector<dataset> synthetic() {
+  const uint64_t rows = 1024, cols = 1024;
+  std::mt19937_64 rng(2024);
+  std::normal_distribution<float> normal(0.0F, 1.0F);
+  std::chi_squared_distribution<float> chi2(3.0F);
+  std::uniform_real_distribution<float> unit(0.0F, 1.0F);
+  std::vector<float> relu(rows * cols), heavy(rows * cols), grad(rows * cols);
+  for (float& x : relu) x = std::fmax(normal(rng), 0.0F);                       // ReLU(N(0,1))
+  for (float& x : heavy) x = normal(rng) / std::sqrt(chi2(rng) / 3.0F);          // Student t, 3 dof
+  for (uint64_t r = 0; r < rows; ++r) {                                          // per-row scales 1e-6..1e-3
+    const float scale = std::pow(10.0F, -6.0F + 3.0F * unit(rng));
+    for (uint64_t c = 0; c < cols; ++c) grad[r * cols + c] = scale * normal(rng);
+  }
+  // Outliers: a few channels ~50x larger, as seen in LLM activations.
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c : {7u, 300u, 811u}) heavy[r * cols + c] *= 50.0F;
+  const pipecodec::shape shp(rows, cols);
+  return {{"relu(gauss)", make_tensor(shp, relu)},
+          {"t3+outliers", make_tensor(shp, heavy)},
+          {"gradients", make_tensor(shp, grad)}};
+}
+
+std::vector<std::string> default_specs() {
+  std::vector<std::string> s;
+  for (int b = 1; b <= 8; ++b) s.push_back("quant:bits=" + std::to_string(b) + ",group=128,scale_dtype=fp16");
+  for (const char* extra : {"quant:bits=4,group=32,scale_dtype=fp16", "quant:bits=4,group=row,scale_dtype=fp16",
+                            "quant:bits=4,group=128,scale_dtype=fp32", "quant:bits=4,group=128,scale=absmax,scale_dtype=fp16",
+                            "quant:bits=8,group=128,scale=absmax,scale_dtype=fp16",
+                            "quant:bits=2,group=128,round=stochastic,scale_dtype=fp16",
+                            "quant:bits=4,group=128,round=stochastic,scale_dtype=fp16"})
+    s.push_back(extra);
+  return s;
+}
+
+struct row {
+  std::string spec;
+  double bits, ratio;
+  metrics::error_stats err;
+};
+
+row measure(const dataset& d, const std::string& text) {
+  pipecodec::spec s;
+  std::string why;
+  if (!pipecodec::ok(pipecodec::parse_spec(text, s, &why))) throw cli::error("bad spec '" + text + "': " + why);
+  const std::vector<uint8_t> payload = cli::encode(s, d.t, /*seed=*/1);
+  const cli::tensor back = cli::decode(payload, pipecodec::dtype::f32);
+  row r;
+  r.spec = text;
+  r.bits = 8.0 * double(payload.size()) / double(d.t.size());
+  r.ratio = double(d.t.bytes.size()) / double(payload.size());
+  r.err = metrics::compare(d.t.size(), [&](uint64_t i) { return d.t.at(i); }, [&](uint64_t i) { return back.at(i); });
+  return r;
+}
+
+// Cheapest row whose relative L2 error is at most `limit`.
+const row* cheapest(const std::vector<row>& rows, double limit) {
+  const row* best = nullptr;
+  for (const row& r : rows)
+    if (r.err.rel_l2 <= limit && (!best || r.bits < best->bits)) best = &r;
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string dir = fashion_mnist::default_dir();
+  uint64_t images = 10000;
+  std::vector<std::string> specs;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--fashion-mnist" && i + 1 < argc) dir = argv[++i];
+      else if (a == "--images" && i + 1 < argc) images = cli::parse_uint("images", argv[++i]);
+      else if (a.rfind("--", 0) == 0) throw cli::error("unknown option '" + a + "'");
+      else specs.push_back(a);
+    }
+    if (specs.empty()) specs = default_specs();
+
+    std::vector<dataset> data;
+    const fashion_mnist::images im = fashion_mnist::load_images(fashion_mnist::images_file(dir, false), images);
+    data.push_back({"fashion-mnist", make_tensor(pipecodec::shape(im.count, im.rows * im.cols), im.pixels)});
+    for (dataset& d : synthetic()) data.push_back(std::move(d));
+
+    std::printf("quant_table: %zu datasets x %zu specs; ratio is against fp32; errors over finite inputs\n",
+                data.size(), specs.size());
+    for (const dataset& d : data)
+      std::printf("  %-14s %s fp32 (%llu x %llu)\n", d.name.c_str(), d.name == "fashion-mnist" ? "t10k images in [0,1]," : "synthetic,",
+                  static_cast<unsigned long long>(d.t.shp.rows), static_cast<unsigned long long>(d.t.shp.cols));
+    std::printf("\n%-14s | %-58s | %9s | %7s | %11s | %11s | %10s\n", "data", "spec", "bits/elem", "ratio",
+                "max_abs_err", "rmse", "rel_l2_err");
+    std::vector<std::vector<row>> results(data.size());
+    for (size_t di = 0; di < data.size(); ++di) {
+      for (const std::string& sp : specs) {
+        const row r = measure(data[di], sp);
+        std::printf("%-14s | %-58s | %9.3f | %7.2f | %11.4g | %11.4g | %10.4g\n", data[di].name.c_str(), sp.c_str(),
+                    r.bits, r.ratio, r.err.max_abs, r.err.rmse, r.err.rel_l2);
+        std::fflush(stdout);
+        results[di].push_back(r);
+      }
+    }
+
+    std::printf("\nSummary: cheapest spec within a relative L2 error budget\n");
+    for (size_t di = 0; di < data.size(); ++di)
+      for (double limit : {0.01, 0.1}) {
+        const row* r = cheapest(results[di], limit);
+        if (r)
+          std::printf("  %-14s rel_l2 <= %-4g %-58s %.3f bits/elem, %.2fx smaller\n", data[di].name.c_str(), limit,
+                      r->spec.c_str(), r->bits, r->ratio);
+        else
+          std::printf("  %-14s rel_l2 <= %-4g none of the specs\n", data[di].name.c_str(), limit);
+      }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("%zu rows in %.1f s\n", data.size() * specs.size(), secs);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "quant_table: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
