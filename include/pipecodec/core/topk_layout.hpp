@@ -15,7 +15,7 @@
 // quantization payload of that tensor (scales, then bit planes; core/quant_layout.hpp).
 //
 // k rule: an absolute k is clamped to unit_len; a ratio r gives k = floor(r * unit_len + 1/2)
-// (nearest, evaluated in double) clamped to [1, unit_len]; an empty unit keeps 0.
+// (nearest, ties up, from the double product) clamped to [1, unit_len]; an empty unit keeps 0.
 // index=auto: the smallest index section among u16 (when unit_len <= 65536), u32 (when
 // unit_len <= 2^32) and bitmap, comparing 16-byte aligned sizes, ties in that order. With
 // u32 indices a bitmap is smaller once kept / n > 1/32 (1/16 against u16).
@@ -54,9 +54,11 @@ PIPECODEC_HD bool topk_k_for(const topk_params& t, uint64_t unit_len, uint64_t& 
     return true;
   }
   if (!(t.ratio > 0.0 && t.ratio <= 1.0)) return false;
-  const double x = dadd_rn(dmul_rn(t.ratio, double(unit_len)), 0.5);
-  const uint64_t r = x >= double(unit_len) ? unit_len : uint64_t(x);
-  k = r < 1 ? 1 : r;
+  // The product is only compared, never added to, so no FMA contraction can change k.
+  const double x = dmul_rn(t.ratio, double(unit_len));
+  const uint64_t whole = uint64_t(x);
+  const uint64_t r = whole + (x >= double(whole) + 0.5 ? 1u : 0u);
+  k = r < 1 ? 1 : r > unit_len ? unit_len : r;
   return true;
 }
 
