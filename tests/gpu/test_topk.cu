@@ -71,3 +71,41 @@ TEST_CASE("cuda topk/randk encode is byte-identical to the host") {
           REQUIRE(got == want);
         }
 }
+
+TEST_CASE("cuda topk/randk decode matches the host, rejects corrupt payloads untouched") {
+  const char* specs[] = {"topk:ratio=0.1,scope=row", "topk:ratio=0.01,scope=row,index=u32,values=fp16",
+                         "topk:k=7,scope=row,index=bitmap,values=bf16", "randk:ratio=0.1,scope=row,seed=3",
+                         "randk:k=33,scope=tensor,unbiased=1"};
+  const shape shp(9, 5000);
+  for (const char* text : specs)
+    for (bool acc : {false, true}) {
+      CAPTURE(text);
+      CAPTURE(acc);
+      spec s;
+      REQUIRE(ok(parse_spec(text, s)));
+      const auto x = testdata::activations(shp.size(), 3);
+      const size_t cap = encoded_bytes(s, shp), wsb = workspace_bytes(s, shp);
+      std::vector<uint8_t> pl(cap), hws(wsb);
+      REQUIRE(ok(host::encode(s, const_tensor_view{x.data(), dtype::f32, shp}, pl.data(), cap, hws.data(), wsb)));
+      for (bool corrupt : {false, true}) {
+        auto bytes = pl;
+        if (corrupt) bytes[40] = 7;  // scope byte
+        std::vector<float> init(shp.size(), 0.5F), want = init, got(shp.size());
+        const tensor_view hv{want.data(), dtype::f32, shp};
+        const status hs = acc ? host::decode_accumulate(bytes.data(), cap, hv) : host::decode(bytes.data(), cap, hv);
+        device_buffer dp(cap), dout(shp.size() * 4), dws(wsb);
+        REQUIRE(cudaMemcpy(dp.p, bytes.data(), cap, cudaMemcpyHostToDevice) == cudaSuccess);
+        REQUIRE(cudaMemcpy(dout.p, init.data(), shp.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+        const tensor_view dv{dout.p, dtype::f32, shp};
+        REQUIRE(ok(acc ? pipecodec::cuda::detail::decode_topk<true>(dp.p, cap, dv, dws.p, wsb, 0)
+                       : pipecodec::cuda::detail::decode_topk<false>(dp.p, cap, dv, dws.p, wsb, 0)));
+        status ds = status::success;
+        const uintptr_t a = reinterpret_cast<uintptr_t>(dws.p);
+        REQUIRE(cudaMemcpy(&ds, static_cast<uint8_t*>(dws.p) + (16 - a % 16) % 16, sizeof ds,
+                           cudaMemcpyDeviceToHost) == cudaSuccess);
+        REQUIRE(cudaMemcpy(got.data(), dout.p, shp.size() * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+        CHECK(ds == hs);
+        CHECK(got == want);
+      }
+    }
+}

@@ -4,13 +4,22 @@
 // gives 256); the workspace (workspace_bytes(spec, shape), any alignment) holds the
 // selection candidates.
 //
-// Not yet on the device (status::not_supported): quantized values, shared-mask encoding and
-// decoding of TopK / RandK payloads (use host::decode on a host copy). One block selects one
-// unit, so tensor scope runs on a single SM (correct, not fast).
+// decode_topk<Accumulate> validates the payload on the device (status word at the start of
+// the aligned workspace, as cuda::read_status expects) and writes `out` only if it passed.
+// Its workspace: at least workspace_request(workspace_status_bytes + align16(n)) bytes, which
+// workspace_bytes(spec, shape) of any topk/randk spec provides.
 //
-// Hooking into cuda::encode (cuda/codec.cuh): add
+// Not yet on the device (status::not_supported, for decode recorded in the status word):
+// quantized values, shared-mask payloads. One block selects one unit, so tensor scope runs
+// on a single SM (correct, not fast).
+//
+// Hooking into cuda/codec.cuh: in cuda::encode add
 //   case codec_id::topk: case codec_id::randk:
 //     return detail::encode_topk(s, in, payload, capacity, workspace, workspace_size, seed, stream, written);
+// and in cuda::detail::decode_any, before its own validation, route TopK/RandK payloads:
+// the host cannot see the codec, so either give callers cuda::detail::decode_topk<Acc>
+// directly or let validate_kernel record the codec and launch both decoders' kernels (each
+// returns at once on a payload of the other codec).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,6 +27,7 @@
 #include "../core/dispatch.hpp"
 #include "../core/sizes.hpp"
 #include "../host/overlap.hpp"
+#include "detail/topk_decode.cuh"
 #include "detail/topk_kernels.cuh"
 
 namespace pipecodec::cuda::detail {
@@ -74,6 +84,34 @@ inline status encode_topk(const spec& s, const_tensor_view in, void* payload, si
   }
   if (written) *written = size_t(L.total);
   return status::success;
+}
+
+template <bool Accumulate>
+inline status decode_topk(const void* payload, size_t len, tensor_view out, void* workspace, size_t workspace_size,
+                          cudaStream_t stream) {
+  uint64_t n = 0;
+  if (payload == nullptr || workspace == nullptr || !valid_dtype(uint8_t(out.type))) return status::invalid_argument;
+  if (!out.shp.count(n) || n > max_elements) return status::shape_mismatch;
+  if (out.data == nullptr && n > 0) return status::invalid_argument;
+  if (workspace_size < workspace_request(workspace_status_bytes + align16(n))) return status::workspace_too_small;
+  if (reinterpret_cast<uintptr_t>(out.data) % dtype_bytes(out.type) != 0) return status::misaligned;
+  const uint64_t out_bytes = n * dtype_bytes(out.type);
+  if (host::detail::overlaps(out.data, out_bytes, payload, len) ||
+      host::detail::overlaps(out.data, out_bytes, workspace, workspace_size))
+    return status::aliasing;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(workspace);
+  uint8_t* ws = static_cast<uint8_t*>(workspace) + (workspace_align - a % workspace_align) % workspace_align;
+  status* code = reinterpret_cast<status*>(ws);
+  if (cudaMemsetAsync(ws, 0, 16, stream) != cudaSuccess) return status::cuda_error;
+  const uint32_t grid = out.shp.rows == 0 ? 1u : out.shp.rows < 65535 ? uint32_t(out.shp.rows) : 65535u;
+  const uint8_t* p = static_cast<const uint8_t*>(payload);
+  topk_validate_kernel<<<grid, topk_threads, 0, stream>>>(p, len, out.shp, code);
+  if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
+  uint32_t* cand = reinterpret_cast<uint32_t*>(ws + workspace_status_bytes);
+  return dispatch_dtype(out.type, [&](auto oc) {
+    topk_scatter_kernel<decltype(oc)::value, Accumulate><<<grid, topk_threads, 0, stream>>>(p, len, out.data, code, cand);
+    return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+  });
 }
 
 }  // namespace pipecodec::cuda::detail
