@@ -4,6 +4,7 @@
 
 #include "plain_format.hpp"
 #include "quant_layout.hpp"
+#include "topk_format.hpp"
 
 namespace pipecodec {
 
@@ -19,19 +20,32 @@ inline size_t encoded_bytes(const spec& s, const shape& shp) {
       detail::plain_layout L;
       return detail::make_plain_layout(s.plain, shp, L) ? size_t(L.total) : 0;
     }
-    default: return 0;
+    case codec_id::topk:
+    case codec_id::randk: {
+      detail::topk_desc d;
+      detail::topk_layout L;
+      return ok(detail::resolve_topk(s, shp, 0, d)) && detail::make_topk_layout(d, shp, L) ? size_t(L.total) : 0;
+    }
   }
+  return 0;
 }
 
 // Scratch memory an encode or decode needs, the same figure for both backends so one
-// allocation serves either. Quantization needs none.
+// allocation serves either (any alignment: backends align it up to 16). Quantization and
+// plain need none on the host; TopK and RandK use the regions of core/topk_layout.hpp.
 inline size_t workspace_bytes(const spec& s, const shape& shp) {
-  (void)shp;
   switch (s.codec) {
     case codec_id::quant:
     case codec_id::plain: return 0;
-    default: return 0;
+    case codec_id::topk:
+    case codec_id::randk: {
+      detail::topk_desc d;
+      detail::topk_layout L;
+      if (!ok(detail::resolve_topk(s, shp, 0, d)) || !detail::make_topk_layout(d, shp, L)) return 0;
+      return size_t(detail::workspace_request(detail::make_topk_workspace(d, L).used));
+    }
   }
+  return 0;
 }
 
 }  // namespace pipecodec
