@@ -4,6 +4,7 @@
 
 #include "plain_format.hpp"
 #include "quant_layout.hpp"
+#include "workspace.hpp"
 
 namespace pipecodec {
 
@@ -24,12 +25,20 @@ inline size_t encoded_bytes(const spec& s, const shape& shp) {
 }
 
 // Scratch memory an encode or decode needs, the same figure for both backends so one
-// allocation serves either. Quantization needs none.
+// allocation serves either (the host backend ignores it; core/workspace.hpp has the layout).
+// 0 when the spec is invalid for the shape.
 inline size_t workspace_bytes(const spec& s, const shape& shp) {
-  (void)shp;
   switch (s.codec) {
-    case codec_id::quant:
-    case codec_id::plain: return 0;
+    case codec_id::quant: {
+      detail::quant_layout L;
+      if (!detail::make_quant_layout(s.quant, shp, L)) return 0;
+      return size_t(detail::workspace_request(detail::make_quant_workspace(L).used));
+    }
+    case codec_id::plain: {
+      detail::plain_layout L;
+      if (!detail::make_plain_layout(s.plain, shp, L)) return 0;
+      return size_t(detail::workspace_request(detail::workspace_status_bytes));
+    }
     default: return 0;
   }
 }

@@ -13,8 +13,9 @@ namespace pipecodec::host {
 inline status encode(const spec& s, const_tensor_view in, void* payload, size_t capacity,
                      void* workspace = nullptr, size_t workspace_size = 0, uint64_t seed = 0,
                      size_t* written = nullptr) {
+  // workspace_bytes() is sized for the CUDA backend; host quantization and plain need none.
   (void)workspace;
-  if (workspace_size < workspace_bytes(s, in.shp)) return status::workspace_too_small;
+  (void)workspace_size;
   switch (s.codec) {
     case codec_id::quant: return detail::encode_quant(s.quant, in, payload, capacity, seed, written);
     case codec_id::plain: return detail::encode_plain(s.plain, in, payload, capacity, written);
