@@ -49,13 +49,12 @@ inline std::vector<uint8_t> accumulator(dtype t, uint64_t n, uint64_t seed) {
   return testdata::as_bytes(testdata::uniform(n, seed), t);
 }
 
-// Encodes with both backends and decodes the payload with both into `out_types` (and
-// accumulates into them): everything must be identical.
+// Encodes `in` (bytes of dtype in_t) with both backends and decodes the payload with both
+// into `out_types` (and accumulates into them): everything must be identical.
 template <class B>
-void check_matches_host(B& b, const spec& s, dtype in_t, shape shp, uint64_t seed,
-                        std::initializer_list<dtype> out_types) {
+void check_matches_host(B& b, const spec& s, const std::vector<uint8_t>& in, dtype in_t, shape shp,
+                        uint64_t seed, std::initializer_list<dtype> out_types) {
   const uint64_t n = shp.size();
-  const auto in = testdata::as_bytes(testdata::activations(n, seed * 7 + n), in_t);
   std::vector<uint8_t> want, got;
   REQUIRE(ok(host_encode(s, in, in_t, shp, seed, want)));
   const status st = b.encode(s, in, in_t, shp, seed, got);
@@ -75,6 +74,14 @@ void check_matches_host(B& b, const spec& s, dtype in_t, shape shp, uint64_t see
       REQUIRE_MESSAGE(dd < 0, "decoded tensor differs from host at byte " << dd);
     }
   }
+}
+
+// The same on activation-like data.
+template <class B>
+void check_matches_host(B& b, const spec& s, dtype in_t, shape shp, uint64_t seed,
+                        std::initializer_list<dtype> out_types) {
+  const auto in = testdata::as_bytes(testdata::activations(shp.size(), seed * 7 + shp.size()), in_t);
+  check_matches_host(b, s, in, in_t, shp, seed, out_types);
 }
 
 // Decoding `payload` (len bytes) must fail on B with the host's status and leave the output

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "pipecodec/pipecodec.hpp"
@@ -13,6 +14,12 @@
 namespace testg {
 
 using namespace pipecodec;
+
+// PIPECODEC_GPU_QUICK=1: a reduced suite for compute-sanitizer runs.
+inline bool quick() {
+  const char* q = std::getenv("PIPECODEC_GPU_QUICK");
+  return q != nullptr && q[0] == '1';
+}
 
 // Fails the current test on a CUDA runtime error.
 void check_cuda(cudaError_t e, const char* what);

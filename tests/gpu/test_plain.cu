@@ -9,6 +9,7 @@ using namespace pipecodec;
 TEST_CASE("plain: every dtype combination and odd sizes equal the host backend") {
   testg::gpu_backend b;
   for (size_t off : {size_t(0), size_t(1)}) {
+    if (testg::quick() && off == 1) continue;
     b.payload_offset = off;
     for (dtype in_t : {dtype::f32, dtype::f16, dtype::bf16})
       for (dtype wire : {dtype::f32, dtype::f16, dtype::bf16})

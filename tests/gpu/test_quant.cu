@@ -3,7 +3,9 @@
 // PIPECODEC_GPU_QUICK=1 (compute-sanitizer runs) samples a small subset and skips 2^24+7.
 #include <doctest/doctest.h>
 
+#include <cfloat>
 #include <cstdlib>
+#include <limits>
 
 #include "../common/backend_checks.hpp"
 #include "gpu_backend.hpp"
@@ -12,10 +14,7 @@ using namespace pipecodec;
 
 namespace {
 
-bool quick() {
-  const char* q = std::getenv("PIPECODEC_GPU_QUICK");
-  return q != nullptr && q[0] == '1';
-}
+using testg::quick;
 
 spec quant_spec(uint32_t bits, group_kind gk, uint32_t gsize, scale_mode sm, rounding r, dtype sd) {
   spec s;
@@ -57,10 +56,11 @@ TEST_CASE("quant: GPU payloads and decodes equal the host backend (sweep)") {
         for (scale_mode sm : {scale_mode::minmax, scale_mode::absmax})
           for (rounding r : {rounding::nearest, rounding::stochastic})
             for (dtype sd : {dtype::f32, dtype::f16}) {
-              // Three shapes per combination, rotating through the list; quick mode keeps 1 in 16.
+              // Three shapes per combination, rotating through the list; quick mode keeps 1 in 32.
               for (int k = 0; k < 3; ++k) {
                 const shape shp = shapes[pick++ % shape_count];
-                if (quick() && testdata::splitmix(pick) % 16 != 0) continue;
+                uint64_t h = pick;
+                if (quick() && testdata::splitmix(h) % 32 != 0) continue;
                 CAPTURE(int(in_t));
                 CAPTURE(bits);
                 CAPTURE(int(gc.kind));
@@ -82,10 +82,12 @@ TEST_CASE("quant: GPU payloads and decodes equal the host backend (sweep)") {
 
 TEST_CASE("quant: every shape for the benchmark specs, all three dtypes") {
   testg::gpu_backend b;
+  uint64_t pick = 0;
   for (const shape& shp : shapes)
     for (dtype in_t : {dtype::f32, dtype::f16, dtype::bf16})
       for (uint32_t bits : {2u, 4u, 8u})
         for (rounding r : {rounding::nearest, rounding::stochastic}) {
+          if (quick() && ++pick % 8 != 0) continue;
           CAPTURE(shp.rows);
           CAPTURE(shp.cols);
           CAPTURE(int(in_t));
@@ -116,6 +118,7 @@ TEST_CASE("quant: default stream, CUDA graph capture, and unaligned payload/work
   for (testg::launch_mode mode : {testg::launch_mode::stream, testg::launch_mode::default_stream,
                                   testg::launch_mode::graph}) {
     for (size_t off : {size_t(0), size_t(1), size_t(3), size_t(8)}) {
+      if (quick() && off > 1) continue;
       testg::gpu_backend b;
       b.mode = mode;
       b.payload_offset = off;
@@ -127,4 +130,46 @@ TEST_CASE("quant: default stream, CUDA graph capture, and unaligned payload/work
           testb::check_matches_host(b, s, dtype::bf16, shp, 77, {dtype::f32, dtype::bf16});
     }
   }
+}
+
+TEST_CASE("quant: non-finite, huge, subnormal and constant inputs equal the host backend") {
+  testg::gpu_backend b;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x;
+  for (int i = 0; i < 32; ++i) x.push_back(i % 2 ? FLT_MAX * (0.5F + float(i) / 64.0F) : -FLT_MAX * 0.99F);
+  for (int i = 0; i < 40; ++i) x.push_back(testdata::from_bits(uint32_t(i * 0x1357u) | (i % 3 ? 0x80000000u : 0u)));
+  for (int i = 0; i < 70; ++i) x.push_back(-3.25F);
+  for (float v : {nan, inf, -inf, 1.0F, -0.0F, 0.0F, 65520.0F, -70000.0F, 1e-40F, nan}) x.push_back(v);
+  for (int i = 0; i < 40; ++i) x.push_back(nan);
+  for (int i = 0; i < 33; ++i) x.push_back(i % 2 ? -0.0F : 0.0F);
+  uint64_t pick = 0;
+  for (dtype in_t : {dtype::f32, dtype::f16, dtype::bf16}) {
+    const auto in = testdata::as_bytes(x, in_t);
+    for (uint32_t bits : {1u, 2u, 5u, 8u})
+      for (const group_choice& gc : {group_choice{group_kind::elements, 32}, group_choice{group_kind::elements, 64},
+                                     group_choice{group_kind::elements, 288},
+                                     group_choice{group_kind::tensor, 0}})
+        for (scale_mode sm : {scale_mode::minmax, scale_mode::absmax})
+          for (rounding r : {rounding::nearest, rounding::stochastic})
+            for (dtype sd : {dtype::f32, dtype::f16}) {
+              if (quick() && ++pick % 8 != 0) continue;
+              CAPTURE(int(in_t));
+              CAPTURE(bits);
+              CAPTURE(int(gc.kind));
+              CAPTURE(int(sm));
+              CAPTURE(int(r));
+              CAPTURE(int(sd));
+              testb::check_matches_host(b, quant_spec(bits, gc.kind, gc.size, sm, r, sd), in, in_t,
+                                        shape(x.size()), 9, {dtype::f32, dtype::f16});
+            }
+  }
+}
+
+TEST_CASE("quant: tiled large groups, smoke test for the sanitizers") {
+  testg::gpu_backend b;
+  testb::check_matches_host(b, quant_spec(5, group_kind::elements, 4096, scale_mode::minmax, rounding::stochastic,
+                                          dtype::f16),
+                            dtype::bf16, shape(3, 5001), 21, {dtype::f32});
+  testb::check_matches_host(b, quant_spec(2, group_kind::tensor, 0, scale_mode::absmax, rounding::nearest, dtype::f32),
+                            dtype::f32, shape(20011), 22, {dtype::f16});
 }
