@@ -28,7 +28,7 @@ inline void launch_quant_encode(const quant_params& q, const void* x, const quan
                                 const quant_workspace& W, const header& h, uint64_t seed, uint8_t* p,
                                 uint8_t* ws, uint32_t cap, cudaStream_t stream) {
   if (!W.tiled) {
-    const uint32_t grid = grid_for(L.groups, block_warps, cap);
+    const uint32_t grid = grid_for(ceil_div(L.groups, quant_batch_groups), block_warps, cap);
     quant_encode_resident_kernel<T, B, R><<<grid, block_threads, 0, stream>>>(x, q, L, h, seed, p);
     return;
   }

@@ -5,6 +5,7 @@
 //
 //   if (lane == 0 && group == 0) cuda::write_quant_header(payload, hdr, L);   // once
 //   cuda::warp_encode_group<4, rounding::nearest>(v, q, L, g, seed, payload); // per group
+//   (or warp_encode_groups for several groups per warp, sharing the parameter arithmetic)
 //   float x = cuda::warp_decode_chunk<4>(planes, aligned, scale, offset, zero);
 #pragma once
 
@@ -40,41 +41,70 @@ __device__ __forceinline__ void warp_encode_chunk(float x, bool valid, const det
   detail::warp_store_planes<Bits>(planes, plane, aligned);
 }
 
-// Encodes group g of a payload with layout L from values the warp holds: lane l's v[k] is
-// element group_begin(g) + 32 k + l, for k < ceil(group_size(g) / 32) <= MaxChunks (values
-// past the group's end are ignored). Computes the statistics, stores the scale (and offset)
-// and every chunk's bit planes. The payload may have any alignment.
-template <uint32_t Bits, rounding R, uint32_t MaxChunks>
-__device__ void warp_encode_group(const float (&v)[MaxChunks], const quant_params& q,
-                                  const detail::quant_layout& L, uint64_t g, uint64_t seed,
-                                  uint8_t* payload) {
+// Encodes the `count` (<= Groups <= 32) consecutive groups g0 .. g0 + count - 1 of a payload
+// with layout L from values the warp holds: lane l's v[b][k] is element
+// group_begin(g0 + b) + 32 k + l, for k < ceil(group_size(g0 + b) / 32) <= MaxChunks (values
+// past a group's end are ignored). Computes each group's statistics, stores its scale (and
+// offset) and every chunk's bit planes. The payload may have any alignment. Lane b computes
+// the parameters of group b, so their cost is shared by up to 32 groups.
+template <uint32_t Bits, rounding R, uint32_t Groups, uint32_t MaxChunks>
+__device__ void warp_encode_groups(const float (&v)[Groups][MaxChunks], uint32_t count, const quant_params& q,
+                                   const detail::quant_layout& L, uint64_t g0, uint64_t seed, uint8_t* payload) {
+  static_assert(Groups >= 1 && Groups <= 32, "one group per lane at most");
   const uint32_t lane = detail::lane_id();
-  const uint64_t begin = L.group_begin(g), len = L.group_size(g);
-  const uint64_t chunks = detail::ceil_div(len, 32);
-  detail::group_stats st;
+  detail::group_stats mine;  // lane b: statistics of group g0 + b
 #pragma unroll
-  for (uint32_t k = 0; k < MaxChunks; ++k)
-    if (k < chunks && uint64_t(k) * 32 + lane < len) detail::stats_add(st, v[k]);
-  const detail::group_params p = detail::make_params(detail::warp_allreduce_stats(st), q);
-  if (lane == 0) detail::store_group(payload, L, g, p);
+  for (uint32_t b = 0; b < Groups; ++b) {
+    if (b >= count) break;  // warp-uniform
+    const uint64_t len = L.group_size(g0 + b);
+    detail::group_stats st;
+#pragma unroll
+    for (uint32_t k = 0; k < MaxChunks; ++k)
+      if (uint64_t(k) * 32 + lane < len) detail::stats_add(st, v[b][k]);
+    st = detail::warp_allreduce_stats(st);
+    if (lane == b) mine = st;
+  }
+  const detail::group_params own = detail::make_params(mine, q);
+  if (lane < count) detail::store_group(payload, L, g0 + lane, own);
   const detail::quant_consts c = detail::consts_for(Bits, q.scale);
   const bool aligned = detail::aligned16(payload);
-  uint8_t* dst = payload + L.codes_offset + L.group_chunk(g) * Bits * 4;
 #pragma unroll
-  for (uint32_t k0 = 0; k0 < MaxChunks; k0 += 4) {
-    if (k0 >= chunks) break;  // warp-uniform
-    detail::warp_rng rng{};
-    if constexpr (R == rounding::stochastic) rng = detail::warp_rng_init(seed, begin + 32 * uint64_t(k0));
+  for (uint32_t b = 0; b < Groups; ++b) {
+    if (b >= count) break;  // warp-uniform
+    const uint64_t g = g0 + b, begin = L.group_begin(g), len = L.group_size(g);
+    const uint64_t chunks = detail::ceil_div(len, 32);
+    detail::group_params p;
+    p.scale = __shfl_sync(detail::full_warp, own.scale, b);
+    p.offset = __shfl_sync(detail::full_warp, own.offset, b);
+    p.pre = __shfl_sync(detail::full_warp, own.pre, b);
+    p.inv = __shfl_sync(detail::full_warp, own.inv, b);
+    uint8_t* dst = payload + L.codes_offset + L.group_chunk(g) * Bits * 4;
 #pragma unroll
-    for (uint32_t i = 0; i < 4 && k0 + i < MaxChunks; ++i) {
-      const uint32_t k = k0 + i;
-      if (k >= chunks) break;
-      float u = 0.0F;
-      if constexpr (R == rounding::stochastic) u = detail::warp_rng_uniform(rng, 32 * i);
-      warp_encode_chunk<Bits, R>(v[k], uint64_t(k) * 32 + lane < len, p, c, u,
-                                 dst + uint64_t(k) * Bits * 4, aligned);
+    for (uint32_t k0 = 0; k0 < MaxChunks; k0 += 4) {
+      if (k0 >= chunks) break;  // warp-uniform
+      detail::warp_rng rng{};
+      if constexpr (R == rounding::stochastic) rng = detail::warp_rng_init(seed, begin + 32 * uint64_t(k0));
+#pragma unroll
+      for (uint32_t i = 0; i < 4 && k0 + i < MaxChunks; ++i) {
+        const uint32_t k = k0 + i;
+        if (k >= chunks) break;
+        float u = 0.0F;
+        if constexpr (R == rounding::stochastic) u = detail::warp_rng_uniform(rng, 32 * i);
+        warp_encode_chunk<Bits, R>(v[b][k], uint64_t(k) * 32 + lane < len, p, c, u,
+                                   dst + uint64_t(k) * Bits * 4, aligned);
+      }
     }
   }
+}
+
+// The same for one group g: lane l's v[k] is element group_begin(g) + 32 k + l.
+template <uint32_t Bits, rounding R, uint32_t MaxChunks>
+__device__ void warp_encode_group(const float (&v)[MaxChunks], const quant_params& q,
+                                  const detail::quant_layout& L, uint64_t g, uint64_t seed, uint8_t* payload) {
+  float w[1][MaxChunks];
+#pragma unroll
+  for (uint32_t k = 0; k < MaxChunks; ++k) w[0][k] = v[k];
+  warp_encode_groups<Bits, R>(w, 1, q, L, g, seed, payload);
 }
 
 // Decodes one chunk: returns this lane's value, zero-point `zero` from consts_for(Bits, mode)

@@ -3,6 +3,7 @@
 // values held in registers, one read of the input. Larger groups (core/workspace.hpp): tiles
 // of quant_tile_chunks chunks -> partial statistics, one block per group reduces them and
 // stores the parameters, then one warp per tile quantizes (a second read of the input).
+// The resident path gives each warp quant_batch_groups consecutive groups at a time.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -12,21 +13,31 @@
 
 namespace pipecodec::cuda::detail {
 
+// Groups per warp in the resident path: their parameters are computed by one lane each.
+constexpr uint32_t quant_batch_groups = 4;
+
 template <dtype In, uint32_t Bits, rounding R>
 __global__ void __launch_bounds__(block_threads)
     quant_encode_resident_kernel(const void* x, quant_params q, quant_layout L, header h, uint64_t seed,
                                  uint8_t* payload) {
   if (blockIdx.x == 0 && threadIdx.x == 0) write_quant_header(payload, h, L);
   const uint32_t lane = lane_id();
-  for (uint64_t g = global_warp(); g < L.groups; g += warp_count()) {
-    const uint64_t begin = L.group_begin(g), len = L.group_size(g);
-    float v[quant_resident_chunks];
+  const uint64_t batches = ceil_div(L.groups, quant_batch_groups);
+  for (uint64_t bt = global_warp(); bt < batches; bt += warp_count()) {
+    const uint64_t g0 = bt * quant_batch_groups;
+    const uint32_t count = uint32_t(L.groups - g0 < quant_batch_groups ? L.groups - g0 : quant_batch_groups);
+    // All loads first, so a warp has up to quant_batch_groups * 8 loads in flight.
+    float v[quant_batch_groups][quant_resident_chunks];
 #pragma unroll
-    for (uint32_t k = 0; k < quant_resident_chunks; ++k) {
-      const uint64_t e = uint64_t(k) * 32 + lane;
-      v[k] = e < len ? load<In>(x, begin + e) : 0.0F;
+    for (uint32_t b = 0; b < quant_batch_groups; ++b) {
+      const uint64_t begin = L.group_begin(g0 + b), len = b < count ? L.group_size(g0 + b) : 0;
+#pragma unroll
+      for (uint32_t k = 0; k < quant_resident_chunks; ++k) {
+        const uint64_t e = uint64_t(k) * 32 + lane;
+        v[b][k] = e < len ? load<In>(x, begin + e) : 0.0F;
+      }
     }
-    warp_encode_group<Bits, R>(v, q, L, g, seed, payload);
+    warp_encode_groups<Bits, R>(v, count, q, L, g0, seed, payload);
   }
 }
 
