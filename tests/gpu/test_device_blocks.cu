@@ -1,6 +1,7 @@
 // The tile-level building blocks called from a user's own kernel, and the core math
 // (PIPECODEC_HD) evaluated on the device against the host: the nvcc compile check of the
-// core headers is this file.
+// core headers is this file. It also includes the whole CUDA backend, as gpu_backend.cu
+// does, so linking the suite catches one-definition-rule breaks in the headers.
 #include <doctest/doctest.h>
 
 #include <cfloat>
@@ -25,6 +26,7 @@
 #include "pipecodec/core/status.hpp"
 #include "pipecodec/core/workspace.hpp"
 #include "pipecodec/cuda/warp_quant.cuh"
+#include "pipecodec/pipecodec.cuh"
 
 using namespace pipecodec;
 

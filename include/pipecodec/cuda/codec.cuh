@@ -53,7 +53,7 @@ inline status decode_any(const void* payload, size_t len, tensor_view out, void*
   uint8_t* area = align_workspace(workspace);
   if (cudaMemsetAsync(area, 0, sizeof(status_area), stream) != cudaSuccess) return status::cuda_error;
   // Groups (validation) and chunks (decoding) are at most n and n / 32 + groups.
-  validate_kernel<<<grid_for(n, block_threads, cap), block_threads, 0, stream>>>(
+  validate_kernel<block_threads><<<grid_for(n, block_threads, cap), block_threads, 0, stream>>>(
       static_cast<const uint8_t*>(payload), len, out.shp, area);
   if (const status st = last_launch_status(); !ok(st)) return st;
   const uint32_t grid = grid_for(n, 32 * block_warps, cap);

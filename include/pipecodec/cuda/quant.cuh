@@ -34,7 +34,7 @@ inline void launch_quant_encode(const quant_params& q, const void* x, const quan
   }
   const uint32_t tile_grid = grid_for(W.tiles, block_warps, cap);
   quant_tile_stats_kernel<T><<<tile_grid, block_threads, 0, stream>>>(x, L, W, h, p, ws);
-  quant_finalize_kernel<<<grid_for(L.groups, 1, cap), block_threads, 0, stream>>>(q, L, W, p, ws);
+  quant_finalize_kernel<block_threads><<<grid_for(L.groups, 1, cap), block_threads, 0, stream>>>(q, L, W, p, ws);
   quant_tile_encode_kernel<T, B, R><<<tile_grid, block_threads, 0, stream>>>(x, q, L, W, seed, p, ws);
 }
 

@@ -13,7 +13,10 @@ namespace pipecodec::cuda::detail {
 
 // Every block parses the header (a few dozen bytes); block 0 publishes the result, the
 // others only check groups, so all writes to the status word agree (it was zeroed first).
-__global__ void __launch_bounds__(block_threads)
+// A template (like every kernel here) so that headers included by several translation
+// units define it without breaking the one-definition rule.
+template <uint32_t Threads>
+__global__ void __launch_bounds__(Threads)
     validate_kernel(const uint8_t* payload, uint64_t len, shape want, uint8_t* area) {
   __shared__ alignas(16) unsigned char parsed[sizeof(quant_payload)];
   __shared__ int check_groups;

@@ -75,15 +75,16 @@ struct stats_merge_op {
   }
 };
 
-__global__ void __launch_bounds__(block_threads)
+template <uint32_t Threads>
+__global__ void __launch_bounds__(Threads)
     quant_finalize_kernel(quant_params q, quant_layout L, quant_workspace W, uint8_t* payload, uint8_t* ws) {
-  using reduce_t = cub::BlockReduce<group_stats, block_threads>;
+  using reduce_t = cub::BlockReduce<group_stats, Threads>;
   __shared__ typename reduce_t::TempStorage tmp;
   const group_stats* partials = reinterpret_cast<const group_stats*>(ws + W.partials_offset);
   group_params* params = reinterpret_cast<group_params*>(ws + W.params_offset);
   for (uint64_t g = blockIdx.x; g < L.groups; g += gridDim.x) {
     group_stats s;
-    for (uint64_t t = threadIdx.x; t < W.tiles_per_group; t += block_threads)
+    for (uint64_t t = threadIdx.x; t < W.tiles_per_group; t += Threads)
       s = stats_merge(s, partials[g * W.tiles_per_group + t]);
     s = reduce_t(tmp).Reduce(s, stats_merge_op{});
     if (threadIdx.x == 0) {
