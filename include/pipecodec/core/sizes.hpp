@@ -5,6 +5,7 @@
 #include "plain_format.hpp"
 #include "quant_layout.hpp"
 #include "topk_format.hpp"
+#include "workspace.hpp"
 
 namespace pipecodec {
 
@@ -31,12 +32,21 @@ inline size_t encoded_bytes(const spec& s, const shape& shp) {
 }
 
 // Scratch memory an encode or decode needs, the same figure for both backends so one
-// allocation serves either (any alignment: backends align it up to 16). Quantization and
-// plain need none on the host; TopK and RandK use the regions of core/topk_layout.hpp.
+// allocation serves either (any alignment: backends align it up to 16; core/workspace.hpp
+// has the layout). The host backend needs it only for TopK/RandK selection. 0 when the spec
+// is invalid for the shape.
 inline size_t workspace_bytes(const spec& s, const shape& shp) {
   switch (s.codec) {
-    case codec_id::quant:
-    case codec_id::plain: return 0;
+    case codec_id::quant: {
+      detail::quant_layout L;
+      if (!detail::make_quant_layout(s.quant, shp, L)) return 0;
+      return size_t(detail::workspace_request(detail::make_quant_workspace(L).used));
+    }
+    case codec_id::plain: {
+      detail::plain_layout L;
+      if (!detail::make_plain_layout(s.plain, shp, L)) return 0;
+      return size_t(detail::workspace_request(detail::workspace_status_bytes));
+    }
     case codec_id::topk:
     case codec_id::randk: {
       detail::topk_desc d;

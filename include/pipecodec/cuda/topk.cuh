@@ -13,13 +13,8 @@
 // quantized values, shared-mask payloads. One block selects one unit, so tensor scope runs
 // on a single SM (correct, not fast).
 //
-// Hooking into cuda/codec.cuh: in cuda::encode add
-//   case codec_id::topk: case codec_id::randk:
-//     return detail::encode_topk(s, in, payload, capacity, workspace, workspace_size, seed, stream, written);
-// and in cuda::detail::decode_any, before its own validation, route TopK/RandK payloads:
-// the host cannot see the codec, so either give callers cuda::detail::decode_topk<Acc>
-// directly or let validate_kernel record the codec and launch both decoders' kernels (each
-// returns at once on a payload of the other codec).
+// Public entry points: cuda::encode (codec topk/randk), cuda::decode_topk and
+// cuda::decode_topk_accumulate in cuda/codec.cuh.
 #pragma once
 
 #include <cuda_runtime.h>

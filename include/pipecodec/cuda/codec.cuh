@@ -1,0 +1,108 @@
+// CUDA backend entry points, mirroring host/codec.hpp. Pointers are device pointers (the
+// payload and tensors may also be managed memory). Every call is asynchronous on `stream`:
+// it enqueues kernels and returns; it never allocates, never synchronizes, never reads
+// device memory on the host, and can be captured in a CUDA graph.
+//
+// Workspace: workspace_bytes(spec, shape) bytes of device memory, any alignment, reused
+// call after call (one call at a time per workspace: stream-order them).
+//
+// Status: the returned status covers what the host can check (arguments, spec, sizes,
+// capacity, workspace, alignment, launch errors -> status::cuda_error). A decoder also
+// validates the payload on the device, with the same checks and statuses as host::decode,
+// and records the outcome in the workspace; read it with read_status(). A rejected payload
+// leaves the output untouched.
+#pragma once
+
+#include "../core/sizes.hpp"
+#include "detail/decode.cuh"
+#include "plain.cuh"
+#include "quant.cuh"
+#include "topk.cuh"
+
+namespace pipecodec::cuda {
+
+// Encodes the device tensor `in` with spec `s` into the device buffer `payload`
+// (capacity >= encoded_bytes(s, in.shp)); `written` (host memory) receives the payload size,
+// known on the host before the kernels run. Byte-identical to host::encode.
+inline status encode(const spec& s, const_tensor_view in, void* payload, size_t capacity, void* workspace,
+                     size_t workspace_size, uint64_t seed, cudaStream_t stream, size_t* written = nullptr) {
+  switch (s.codec) {
+    case codec_id::quant:
+      return detail::encode_quant(s.quant, in, payload, capacity, workspace, workspace_size, seed, stream,
+                                  written);
+    case codec_id::plain:
+      return detail::encode_plain(s.plain, in, payload, capacity, workspace, workspace_size, stream, written);
+    case codec_id::topk:
+    case codec_id::randk:
+      return detail::encode_topk(s, in, payload, capacity, workspace, workspace_size, seed, stream, written);
+    default: return status::not_supported;
+  }
+}
+
+namespace detail {
+template <bool Accumulate>
+inline status decode_any(const void* payload, size_t len, tensor_view out, void* workspace,
+                         size_t workspace_size, cudaStream_t stream) {
+  uint64_t n = 0;
+  if (payload == nullptr || !valid_dtype(uint8_t(out.type))) return status::invalid_argument;
+  if (!out.shp.count(n) || n > max_elements) return status::shape_mismatch;
+  if (out.data == nullptr && n > 0) return status::invalid_argument;
+  if (workspace_size < workspace_request(workspace_status_bytes)) return status::workspace_too_small;
+  if (workspace == nullptr) return status::invalid_argument;
+  if (!element_aligned(out.data, out.type)) return status::misaligned;
+  // The host does not know the payload's declared size: the whole buffer must not overlap.
+  if (host::detail::overlaps(out.data, n * dtype_bytes(out.type), payload, len)) return status::aliasing;
+  uint32_t cap = 0;
+  if (const status st = grid_cap(cap); !ok(st)) return st;
+  uint8_t* area = align_workspace(workspace);
+  if (cudaMemsetAsync(area, 0, sizeof(status_area), stream) != cudaSuccess) return status::cuda_error;
+  // Groups (validation) and chunks (decoding) are at most n and n / 32 + groups.
+  validate_kernel<block_threads><<<grid_for(n, block_threads, cap), block_threads, 0, stream>>>(
+      static_cast<const uint8_t*>(payload), len, out.shp, area);
+  if (const status st = last_launch_status(); !ok(st)) return st;
+  const uint32_t grid = grid_for(n, 32 * block_warps, cap);
+  return dispatch_dtype(out.type, [&](auto oc) {
+    decode_kernel<decltype(oc)::value, Accumulate><<<grid, block_threads, 0, stream>>>(out.data, area);
+    return last_launch_status();
+  });
+}
+}  // namespace detail
+
+// Decodes a quant or plain payload into `out` (any dtype; the shape must match). TopK and
+// RandK payloads have their own calls below: the host cannot read the payload's codec
+// without a synchronization, and the caller knows which codec it configured.
+inline status decode(const void* payload, size_t len, tensor_view out, void* workspace, size_t workspace_size,
+                     cudaStream_t stream) {
+  return detail::decode_any<false>(payload, len, out, workspace, workspace_size, stream);
+}
+
+// out += decode(payload): the update EF21 and AQ-SGD apply to their state.
+inline status decode_accumulate(const void* payload, size_t len, tensor_view out, void* workspace,
+                                size_t workspace_size, cudaStream_t stream) {
+  return detail::decode_any<true>(payload, len, out, workspace, workspace_size, stream);
+}
+
+// Decodes a TopK / RandK payload (dense: zeros elsewhere), validated on the device.
+inline status decode_topk(const void* payload, size_t len, tensor_view out, void* workspace,
+                          size_t workspace_size, cudaStream_t stream) {
+  return detail::decode_topk<false>(payload, len, out, workspace, workspace_size, stream);
+}
+
+// out += decode_topk(payload), at the kept positions only.
+inline status decode_topk_accumulate(const void* payload, size_t len, tensor_view out, void* workspace,
+                                     size_t workspace_size, cudaStream_t stream) {
+  return detail::decode_topk<true>(payload, len, out, workspace, workspace_size, stream);
+}
+
+// Enqueues a copy of the device-side status of the last decode on `workspace` into
+// *host_out (pinned host memory for a truly asynchronous copy; pageable works but blocks).
+// The value is valid once `stream` has been synchronized.
+inline status read_status(const void* workspace, status* host_out, cudaStream_t stream) {
+  if (workspace == nullptr || host_out == nullptr) return status::invalid_argument;
+  const uint8_t* area = detail::align_workspace(const_cast<void*>(workspace));
+  return cudaMemcpyAsync(host_out, area, sizeof(status), cudaMemcpyDeviceToHost, stream) == cudaSuccess
+             ? status::success
+             : status::cuda_error;
+}
+
+}  // namespace pipecodec::cuda

@@ -1,0 +1,75 @@
+// Decoding on the device without a host round trip: the host cannot read the payload, so
+// a first kernel validates the header and every group's stored parameters with the same
+// functions as the host backend and records the outcome in the workspace's status area;
+// the decode kernel then runs only when the payload was accepted, so a rejected payload
+// leaves the output untouched (decode_accumulate relies on it).
+#pragma once
+
+#include "../../core/dispatch.hpp"
+#include "plain_kernels.cuh"
+#include "quant_decode.cuh"
+
+namespace pipecodec::cuda::detail {
+
+// Every block parses the header (a few dozen bytes); block 0 publishes the result, the
+// others only check groups, so all writes to the status word agree (it was zeroed first).
+// A template (like every kernel here) so that headers included by several translation
+// units define it without breaking the one-definition rule.
+template <uint32_t Threads>
+__global__ void __launch_bounds__(Threads)
+    validate_kernel(const uint8_t* payload, uint64_t len, shape want, uint8_t* area) {
+  __shared__ alignas(16) unsigned char parsed[sizeof(quant_payload)];
+  __shared__ int check_groups;
+  quant_payload& qp = *reinterpret_cast<quant_payload*>(parsed);
+  status_area* sa = reinterpret_cast<status_area*>(area);
+  if (threadIdx.x == 0) {
+    header h;
+    status st = read_header(payload, len, h);
+    uint32_t codec = 0;
+    if (ok(st)) {
+      codec = uint32_t(h.codec);
+      if (h.codec == codec_id::quant) {
+        quant_payload p;
+        st = parse_quant_payload(payload, len, p);
+        if (ok(st) && p.hdr.shp != want) st = status::shape_mismatch;
+        if (ok(st)) {
+          qp = p;
+          if (blockIdx.x == 0) *reinterpret_cast<quant_payload*>(area + parsed_offset) = p;
+        }
+      } else if (h.codec == codec_id::plain) {
+        plain_payload p;
+        st = parse_plain_payload(payload, len, p);
+        if (ok(st) && p.hdr.shp != want) st = status::shape_mismatch;
+        if (ok(st) && blockIdx.x == 0) *reinterpret_cast<plain_payload*>(area + parsed_offset) = p;
+      } else {
+        st = status::not_supported;
+      }
+    }
+    if (blockIdx.x == 0) {
+      sa->codec = codec;
+      if (!ok(st)) sa->code = st;
+    }
+    check_groups = ok(st) && codec == uint32_t(codec_id::quant);
+  }
+  __syncthreads();
+  if (!check_groups) return;
+  for (uint64_t g = global_thread(); g < qp.layout.groups; g += thread_count())
+    if (!valid_stored_group(qp, g)) atomicExch(reinterpret_cast<int*>(&sa->code), int(status::corrupt_payload));
+}
+
+template <dtype Out, bool Accumulate>
+__global__ void __launch_bounds__(block_threads) decode_kernel(void* out, const uint8_t* area) {
+  const status_area* sa = reinterpret_cast<const status_area*>(area);
+  if (!ok(sa->code)) return;
+  if (sa->codec == uint32_t(codec_id::quant)) {
+    const quant_payload qp = *reinterpret_cast<const quant_payload*>(area + parsed_offset);
+    (void)dispatch_bits_device(qp.q.bits, [&](auto bc) {
+      decode_quant_warps<Out, decltype(bc)::value, Accumulate>(qp, out);
+      return status::success;
+    });
+  } else {
+    decode_plain_threads<Out, Accumulate>(*reinterpret_cast<const plain_payload*>(area + parsed_offset), out);
+  }
+}
+
+}  // namespace pipecodec::cuda::detail

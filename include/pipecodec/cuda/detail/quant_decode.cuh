@@ -1,0 +1,42 @@
+// Decoding agent of k-bit quantization: one warp per unit (a whole group, or a tile of
+// quant_tile_chunks chunks of a large group), one lane per element of each chunk.
+#pragma once
+
+#include "../warp_quant.cuh"
+#include "launch.cuh"
+
+namespace pipecodec::cuda::detail {
+
+// Decodes (or, Accumulate, adds) the whole of an already validated payload into out.
+template <dtype Out, uint32_t Bits, bool Accumulate>
+__device__ void decode_quant_warps(const quant_payload& qp, void* out) {
+  const quant_layout& L = qp.layout;
+  const uint64_t per_group = ceil_div(L.chunks_per_group, quant_tile_chunks);
+  const uint64_t units = L.groups * per_group;
+  const float zero = consts_for(Bits, qp.q.scale).zero;
+  const bool aligned = aligned16(qp.bytes);
+  const uint32_t lane = lane_id();
+  for (uint64_t u = global_warp(); u < units; u += warp_count()) {
+    const uint64_t g = per_group == 1 ? u : u / per_group;
+    const uint64_t k0 = (u - g * per_group) * quant_tile_chunks;
+    const uint64_t begin = L.group_begin(g), len = L.group_size(g);
+    const uint64_t chunks = ceil_div(len, 32);
+    const uint64_t k1 = k0 + quant_tile_chunks < chunks ? k0 + quant_tile_chunks : chunks;
+    float scale, offset;
+    load_group(qp, g, scale, offset);
+    const uint8_t* src = qp.bytes + L.codes_offset + L.group_chunk(g) * Bits * 4;
+#pragma unroll 4
+    for (uint64_t k = k0; k < k1; ++k) {
+      const float v = warp_decode_chunk<Bits>(src + k * Bits * 4, aligned, scale, offset, zero);
+      const uint64_t e = k * 32 + lane;
+      if (e < len) {
+        if constexpr (Accumulate)
+          store<Out>(out, begin + e, add_rn(load<Out>(out, begin + e), v));
+        else
+          store<Out>(out, begin + e, v);
+      }
+    }
+  }
+}
+
+}  // namespace pipecodec::cuda::detail

@@ -1,0 +1,124 @@
+// gpu_backend: copies host vectors to the device, runs the CUDA codec in the chosen launch
+// mode (own stream, legacy default stream, or captured into a CUDA graph), copies back.
+#include "gpu_backend.hpp"
+
+#include <doctest/doctest.h>
+
+#include "pipecodec/pipecodec.cuh"
+
+namespace testg {
+
+void check_cuda(cudaError_t e, const char* what) {
+  REQUIRE_MESSAGE(e == cudaSuccess, what << ": " << cudaGetErrorString(e));
+}
+
+void device_buffer::reserve(size_t bytes) {
+  if (bytes <= size) return;
+  if (ptr) check_cuda(cudaFree(ptr), "cudaFree");
+  ptr = nullptr;
+  size = 0;
+  check_cuda(cudaMalloc(&ptr, bytes), "cudaMalloc");
+  size = bytes;
+}
+
+device_buffer::~device_buffer() {
+  if (ptr) (void)cudaFree(ptr);
+}
+
+gpu_backend::gpu_backend() {
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cuda(cudaMallocHost(&pinned_status, sizeof(status)), "cudaMallocHost");
+}
+
+gpu_backend::~gpu_backend() {
+  (void)cudaStreamDestroy(stream);
+  (void)cudaFreeHost(pinned_status);
+}
+
+namespace {
+// Runs f(stream) directly, on the legacy default stream, or captured into a graph that is
+// then launched; returns f's status. Synchronizes before returning.
+template <class F>
+status run(launch_mode mode, cudaStream_t own, F&& f) {
+  status st = status::success;
+  if (mode == launch_mode::graph) {
+    check_cuda(cudaStreamBeginCapture(own, cudaStreamCaptureModeThreadLocal), "begin capture");
+    st = f(own);
+    cudaGraph_t graph = nullptr;
+    check_cuda(cudaStreamEndCapture(own, &graph), "end capture");
+    cudaGraphExec_t exec = nullptr;
+    check_cuda(cudaGraphInstantiate(&exec, graph, 0), "graph instantiate");
+    check_cuda(cudaGraphLaunch(exec, own), "graph launch");
+    check_cuda(cudaStreamSynchronize(own), "sync");
+    (void)cudaGraphExecDestroy(exec);
+    (void)cudaGraphDestroy(graph);
+    return st;
+  }
+  cudaStream_t s = mode == launch_mode::default_stream ? cudaStream_t(0) : own;
+  st = f(s);
+  check_cuda(cudaStreamSynchronize(s), "sync");
+  return st;
+}
+}  // namespace
+
+status gpu_backend::encode(const spec& s, const std::vector<uint8_t>& x, dtype t, shape shp, uint64_t seed,
+                           std::vector<uint8_t>& bytes) {
+  const size_t cap = encoded_bytes(s, shp), ws = workspace_bytes(s, shp);
+  REQUIRE(cap > 0);
+  in.reserve(x.size() + 1);
+  payload.reserve(cap + payload_offset);
+  workspace.reserve(ws + workspace_offset);
+  check_cuda(cudaMemcpy(in.ptr, x.data(), x.size(), cudaMemcpyHostToDevice), "copy in");
+  // Poison the payload buffer: every byte must be written by the encoder.
+  check_cuda(cudaMemset(payload.ptr, 0xEE, cap + payload_offset), "poison");
+  uint8_t* p = static_cast<uint8_t*>(payload.ptr) + payload_offset;
+  void* w = static_cast<uint8_t*>(workspace.ptr) + workspace_offset;
+  size_t written = 0;
+  const status st = run(mode, stream, [&](cudaStream_t str) {
+    return pipecodec::cuda::encode(s, const_tensor_view{in.ptr, t, shp}, p, cap, w, ws, seed, str, &written);
+  });
+  if (!ok(st)) return st;
+  REQUIRE(written == cap);
+  bytes.resize(cap);
+  check_cuda(cudaMemcpy(bytes.data(), p, cap, cudaMemcpyDeviceToHost), "copy payload");
+  return st;
+}
+
+status gpu_backend::decode(const std::vector<uint8_t>& bytes, size_t len, dtype t, shape shp,
+                           std::vector<uint8_t>& y, bool accumulate) {
+  const size_t ws = size_t(detail::workspace_request(detail::workspace_status_bytes));
+  payload.reserve(bytes.size() + payload_offset + 1);
+  workspace.reserve(ws + workspace_offset);
+  out.reserve(y.size() + 1);
+  uint8_t* p = static_cast<uint8_t*>(payload.ptr) + payload_offset;
+  void* w = static_cast<uint8_t*>(workspace.ptr) + workspace_offset;
+  if (!bytes.empty()) check_cuda(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "copy payload");
+  check_cuda(cudaMemcpy(out.ptr, y.data(), y.size(), cudaMemcpyHostToDevice), "copy out");
+  // A stale success must not hide a decoder that never wrote its status.
+  check_cuda(cudaMemset(workspace.ptr, 0x7F, ws + workspace_offset), "poison workspace");
+  *pinned_status = status::cuda_error;
+  const tensor_view v{out.ptr, t, shp};
+  const status st = run(mode, stream, [&](cudaStream_t str) {
+    const status s = accumulate ? pipecodec::cuda::decode_accumulate(p, len, v, w, ws, str) : pipecodec::cuda::decode(p, len, v, w, ws, str);
+    if (!ok(s)) return s;
+    return pipecodec::cuda::read_status(w, pinned_status, str);
+  });
+  if (!ok(st)) return st;
+  check_cuda(cudaMemcpy(y.data(), out.ptr, y.size(), cudaMemcpyDeviceToHost), "copy out back");
+  return *pinned_status;
+}
+
+status gpu_backend::encode_raw(const spec& s, const_tensor_view x, void* p, size_t capacity, void* ws,
+                               size_t ws_size) {
+  const status st = pipecodec::cuda::encode(s, x, p, capacity, ws, ws_size, 0, stream);
+  check_cuda(cudaStreamSynchronize(stream), "sync");
+  return st;
+}
+
+status gpu_backend::decode_raw(const void* p, size_t len, tensor_view y, void* ws, size_t ws_size) {
+  const status st = pipecodec::cuda::decode(p, len, y, ws, ws_size, stream);
+  check_cuda(cudaStreamSynchronize(stream), "sync");
+  return st;
+}
+
+}  // namespace testg

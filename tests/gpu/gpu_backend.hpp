@@ -1,0 +1,60 @@
+// The CUDA backend behind the host-vector interface of tests/common/backend_checks.hpp.
+// Only gpu_backend.cu includes the CUDA codec (and instantiates its kernels), so the other
+// test files compile quickly.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "pipecodec/pipecodec.hpp"
+
+namespace testg {
+
+using namespace pipecodec;
+
+// PIPECODEC_GPU_QUICK=1: a reduced suite for compute-sanitizer runs.
+inline bool quick() {
+  const char* q = std::getenv("PIPECODEC_GPU_QUICK");
+  return q != nullptr && q[0] == '1';
+}
+
+// Fails the current test on a CUDA runtime error.
+void check_cuda(cudaError_t e, const char* what);
+
+// A grow-only device allocation.
+struct device_buffer {
+  void* ptr = nullptr;
+  size_t size = 0;
+  void reserve(size_t bytes);
+  ~device_buffer();
+};
+
+enum class launch_mode { stream, default_stream, graph };
+
+struct gpu_backend {
+  launch_mode mode = launch_mode::stream;
+  size_t payload_offset = 0;    // byte offsets of the payload and workspace pointers,
+  size_t workspace_offset = 0;  // e.g. 1 to check unaligned buffers
+  cudaStream_t stream = nullptr;
+  device_buffer in, payload, workspace, out;
+  status* pinned_status = nullptr;
+
+  gpu_backend();
+  ~gpu_backend();
+  gpu_backend(const gpu_backend&) = delete;
+  gpu_backend& operator=(const gpu_backend&) = delete;
+
+  status encode(const spec& s, const std::vector<uint8_t>& x, dtype t, shape shp, uint64_t seed,
+                std::vector<uint8_t>& bytes);
+  // The host-side status if it is an error, else the device-side one (read_status).
+  status decode(const std::vector<uint8_t>& bytes, size_t len, dtype t, shape shp, std::vector<uint8_t>& y,
+                bool accumulate);
+  // Raw call for argument checks: encode with explicit sizes and pointers (device buffers).
+  status encode_raw(const spec& s, const_tensor_view x, void* p, size_t capacity, void* ws, size_t ws_size);
+  status decode_raw(const void* p, size_t len, tensor_view y, void* ws, size_t ws_size);
+};
+
+}  // namespace testg
