@@ -28,6 +28,8 @@ enum class status : int {
   id_mismatch,          // stateful codec: sample ids differ from those expected
   capacity_exceeded,    // a store has no room for another sample
   cuda_error,           // a CUDA runtime call failed
+  out_of_memory,        // an allocator (RAII owners only) returned no memory
+  io_error,             // a file could not be opened, read or written (host helpers only)
 };
 
 PIPECODEC_HD constexpr bool ok(status s) { return s == status::success; }
@@ -56,6 +58,8 @@ inline const char* to_string(status s) {
     case status::id_mismatch: return "sample ids do not match";
     case status::capacity_exceeded: return "store capacity exceeded";
     case status::cuda_error: return "CUDA runtime error";
+    case status::out_of_memory: return "out of memory";
+    case status::io_error: return "file I/O error";
   }
   return "unknown status";
 }

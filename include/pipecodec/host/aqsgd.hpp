@@ -1,0 +1,391 @@
+// AQ-SGD per-sample state, both sides of a boundary hold m(xi) for every sample id xi seen:
+//   warm row (unseen sample, or any sample in a warm-up step): payload = W(a);  m = D(payload)
+//   delta row:  payload = C(a - m);  m = T(fp32(m + D(payload)));  the receiver's tensor is m
+// One message per batch (rows = samples) frames a warm payload and a delta payload
+// (core/aqsgd_format.hpp), each carrying its rows' sample ids. Sender and receiver insert
+// unseen ids in batch-row order, so slots, table and rows stay equal bit for bit.
+// Duplicate ids within one batch are rejected (the update order would be ambiguous).
+#pragma once
+
+#include <algorithm>
+
+#include "../core/allocator.hpp"
+#include "../core/aqsgd_format.hpp"
+#include "../core/aqsgd_table.hpp"
+#include "state_common.hpp"
+
+namespace pipecodec::host {
+
+struct aqsgd_config {
+  spec codec{};                  // C, applied to a - m
+  spec warmup = plain_f32();     // W, for unseen samples and warm-up steps
+  uint64_t cols = 0;             // features per sample
+  dtype state_type = dtype::f32; // storage dtype of m
+  uint64_t capacity = 0;         // samples the store can hold
+
+  static spec plain_f32() {
+    spec s;
+    s.codec = codec_id::plain;
+    s.plain.wire = dtype::f32;
+    return s;
+  }
+};
+
+// One side's store: the id table (host memory) and the rows m, a capacity x cols tensor.
+struct aqsgd_store {
+  aqsgd_table table{};
+  tensor_view rows{};
+};
+
+struct aqsgd_memory {
+  uint64_t bytes_per_sample = 0;  // row of m plus its id and table share
+  uint64_t total_bytes = 0;       // table + rows at full capacity (what is allocated)
+  uint64_t used_bytes = 0;        // bytes_per_sample * samples stored
+};
+
+inline uint64_t aqsgd_rows_bytes(const aqsgd_config& c) {
+  return c.capacity * c.cols * dtype_bytes(c.state_type);
+}
+
+inline aqsgd_memory aqsgd_memory_use(const aqsgd_config& c, uint64_t count) {
+  aqsgd_memory m;
+  const uint64_t table = aqsgd_table_bytes(c.capacity);
+  if (table == 0) return m;
+  m.total_bytes = table + aqsgd_rows_bytes(c);
+  m.bytes_per_sample = detail::ceil_div(m.total_bytes, c.capacity);
+  m.used_bytes = m.bytes_per_sample * count;
+  return m;
+}
+
+namespace detail {
+
+inline uint64_t part_bytes(const spec& s, uint64_t rows, uint64_t cols) {
+  if (rows == 0) return 0;
+  const uint64_t b = encoded_bytes(s, shape(rows, cols));
+  return b == 0 ? 0 : align16(b) + align16(8 * rows);
+}
+
+inline status check_config(const aqsgd_config& c) {
+  if (c.cols == 0 || c.cols > max_elements || !valid_dtype(uint8_t(c.state_type)))
+    return status::invalid_argument;
+  if (aqsgd_table_bytes(c.capacity) == 0) return status::invalid_argument;
+  if (c.capacity > max_elements / c.cols) return status::size_overflow;
+  return status::success;
+}
+
+inline status check_store(const aqsgd_config& c, const aqsgd_store& s) {
+  if (s.table.words == nullptr || s.rows.data == nullptr) return status::invalid_argument;
+  if (s.table.capacity() != c.capacity || s.rows.type != c.state_type ||
+      s.rows.shp.rows != c.capacity || s.rows.shp.cols != c.cols)
+    return status::state_mismatch;
+  return status::success;
+}
+
+// Workspace pieces: fp32 rows (warm rows first, then delta rows), two u64 arrays per row,
+// and the codecs' own workspace.
+struct aqsgd_ws {
+  float* f32 = nullptr;
+  uint64_t* ids = nullptr;    // sort scratch, then ids in part order (sender) / batch order (receiver)
+  uint64_t* slots = nullptr;  // slot of each batch row, npos while unseen
+  void* codec = nullptr;
+  size_t codec_bytes = 0;
+};
+
+inline size_t aqsgd_codec_ws(const aqsgd_config& c, uint64_t rows) {
+  const shape shp(rows, c.cols);
+  return std::max(workspace_bytes(c.codec, shp), workspace_bytes(c.warmup, shp));
+}
+
+inline status split_aqsgd_ws(const aqsgd_config& c, uint64_t rows, void* ws, size_t size, aqsgd_ws& w) {
+  state_workspace sw;
+  const size_t ids = size_t(align16(16 * rows));
+  const status st = split_workspace(ws, size, rows * c.cols, ids + aqsgd_codec_ws(c, rows), sw);
+  if (!ok(st)) return st;
+  w.f32 = sw.f32;
+  w.ids = reinterpret_cast<uint64_t*>(sw.codec);
+  w.slots = w.ids + rows;
+  w.codec = static_cast<uint8_t*>(sw.codec) + ids;
+  w.codec_bytes = sw.codec_bytes - ids;
+  return status::success;
+}
+
+// Looks every batch id up; rejects duplicates within the batch and a batch whose unseen ids
+// would not fit. `scratch` (rows u64) is clobbered. Returns the unseen count in `unseen`.
+inline status plan_rows(const aqsgd_store& s, const uint64_t* ids, uint64_t rows, uint64_t* scratch,
+                        uint64_t* slots, uint64_t& unseen) {
+  std::copy(ids, ids + rows, scratch);
+  std::sort(scratch, scratch + rows);
+  if (std::adjacent_find(scratch, scratch + rows) != scratch + rows) return status::invalid_argument;
+  unseen = 0;
+  for (uint64_t r = 0; r < rows; ++r) {
+    slots[r] = s.table.find(ids[r]);
+    unseen += slots[r] == aqsgd_table::npos;
+  }
+  if (unseen > s.table.capacity() - s.table.count()) return status::capacity_exceeded;
+  return status::success;
+}
+
+// Loads m of the delta rows into their fp32 scratch rows, ready for decode_accumulate.
+template <dtype T>
+inline void gather_delta(const aqsgd_store& s, const uint8_t* kinds, const uint64_t* slots,
+                         uint64_t rows, uint64_t warm_rows, uint64_t cols, float* f32) {
+  uint64_t d = warm_rows;
+  for (uint64_t r = 0; r < rows; ++r) {
+    if (kinds[r] != aqsgd_row_delta) continue;
+    for (uint64_t j = 0; j < cols; ++j) f32[d * cols + j] = load<T>(s.rows.data, slots[r] * cols + j);
+    ++d;
+  }
+}
+
+// The commit both sides run once everything is validated: insert unseen ids in row order,
+// then store each row's new m (fp32 scratch, rounded once to T).
+template <dtype T>
+inline void commit_rows(const aqsgd_store& s, const uint8_t* kinds, const uint64_t* ids, uint64_t* slots,
+                        uint64_t rows, uint64_t warm_rows, uint64_t cols, const float* f32) {
+  uint64_t w = 0, d = warm_rows;
+  for (uint64_t r = 0; r < rows; ++r) {
+    if (slots[r] == aqsgd_table::npos) slots[r] = s.table.insert_new(ids[r]);
+    const uint64_t src = kinds[r] == aqsgd_row_warm ? w++ : d++;
+    for (uint64_t j = 0; j < cols; ++j) store<T>(s.rows.data, slots[r] * cols + j, f32[src * cols + j]);
+  }
+}
+
+// Decodes the two parts into the fp32 scratch (warm: D(payload); delta: m + D(payload)).
+// Validates each part completely before the state is touched.
+inline status decode_parts(const aqsgd_config& c, const aqsgd_store& s, const uint8_t* msg,
+                           const aqsgd_frame& f, const uint64_t* slots, const aqsgd_ws& w) {
+  const uint8_t* kinds = msg + f.kinds_offset();
+  const uint64_t delta_rows = f.rows - f.warm_rows;
+  if (f.warm_rows > 0) {
+    const status st = decode(msg + f.warm_offset(), f.warm_bytes,
+                             tensor_view{w.f32, dtype::f32, shape(f.warm_rows, c.cols)}, w.codec, w.codec_bytes);
+    if (!ok(st)) return st;
+  }
+  if (delta_rows == 0) return status::success;
+  const status st = dispatch_dtype(c.state_type, [&](auto tc) {
+    gather_delta<decltype(tc)::value>(s, kinds, slots, f.rows, f.warm_rows, c.cols, w.f32);
+    return status::success;
+  });
+  if (!ok(st)) return st;
+  return decode_accumulate(msg + f.delta_offset(), f.delta_bytes,
+                           tensor_view{w.f32 + f.warm_rows * c.cols, dtype::f32, shape(delta_rows, c.cols)},
+                           w.codec, w.codec_bytes);
+}
+
+inline status commit(const aqsgd_config& c, const aqsgd_store& s, const uint8_t* kinds, const uint64_t* ids,
+                     uint64_t* slots, uint64_t rows, uint64_t warm_rows, const float* f32) {
+  return dispatch_dtype(c.state_type, [&](auto tc) {
+    commit_rows<decltype(tc)::value>(s, kinds, ids, slots, rows, warm_rows, c.cols, f32);
+    return status::success;
+  });
+}
+
+// Encodes one part (rows given by `f32`, ids by `ids`) at msg + off; returns its size.
+inline status encode_part(const spec& s, const float* f32, const uint64_t* ids, uint64_t rows, uint64_t cols,
+                          uint8_t* msg, uint64_t off, uint64_t capacity, const aqsgd_ws& w, uint64_t seed,
+                          uint64_t& bytes) {
+  bytes = 0;
+  if (rows == 0) return status::success;
+  size_t len = 0;
+  status st = encode(s, const_tensor_view(f32, dtype::f32, shape(rows, cols)), msg + off, capacity - off,
+                     w.codec, w.codec_bytes, seed, &len);
+  if (!ok(st)) return st;
+  st = append_sample_ids(msg + off, capacity - off, ids, &bytes);
+  if (!ok(st)) return st;
+  if (capacity - off < align16(bytes)) return status::buffer_too_small;
+  memset(msg + off + bytes, 0, align16(bytes) - bytes);
+  return status::success;
+}
+
+}  // namespace detail
+
+// Exact message size for fixed-size codecs (an upper bound otherwise) for a batch of `rows`
+// samples, whatever its warm/delta split; 0 when a spec is invalid for the shape.
+inline size_t aqsgd_message_bytes(const aqsgd_config& c, uint64_t rows) {
+  if (!ok(detail::check_config(c)) || rows > max_elements / c.cols) return 0;
+  uint64_t worst = 0;
+  for (uint64_t w = 0; w <= rows; ++w) {
+    const uint64_t a = detail::part_bytes(c.warmup, w, c.cols), b = detail::part_bytes(c.codec, rows - w, c.cols);
+    if ((w > 0 && a == 0) || (w < rows && b == 0)) return 0;
+    worst = std::max(worst, a + b);
+  }
+  return size_t(aqsgd_header_bytes + detail::align16(rows) + worst);
+}
+
+inline size_t aqsgd_workspace_bytes(const aqsgd_config& c, uint64_t rows) {
+  return detail::f32_scratch_bytes(rows * c.cols) + size_t(detail::align16(16 * rows)) +
+         detail::aqsgd_codec_ws(c, rows);
+}
+
+// Sender step for a batch (rows = samples, cols = c.cols) with sample ids ids[0..rows).
+// `warmup` sends every row with the warm-up codec. On any error the store is untouched.
+inline status aqsgd_encode(const aqsgd_config& c, const aqsgd_store& s, const uint64_t* ids,
+                           const_tensor_view batch, bool warmup, void* message, size_t capacity,
+                           void* workspace, size_t workspace_size, uint64_t seed = 0,
+                           size_t* written = nullptr) {
+  using namespace detail;
+  status st = check_config(c);
+  if (ok(st)) st = check_store(c, s);
+  if (!ok(st)) return st;
+  const uint64_t rows = batch.shp.rows;
+  if (batch.shp.cols != c.cols || rows > max_elements / c.cols) return status::shape_mismatch;
+  if (!valid_view(batch.data, rows) || !valid_view(ids, rows) || message == nullptr)
+    return status::invalid_argument;
+  aqsgd_ws w;
+  st = split_aqsgd_ws(c, rows, workspace, workspace_size, w);
+  if (!ok(st)) return st;
+  if (overlaps(workspace, workspace_size, message, capacity)) return status::aliasing;
+  uint64_t unseen = 0;
+  st = plan_rows(s, ids, rows, w.ids, w.slots, unseen);
+  if (!ok(st)) return st;
+
+  aqsgd_frame f;
+  f.rows = rows;
+  f.cols = c.cols;
+  f.warm_rows = warmup ? rows : unseen;
+  uint8_t* msg = static_cast<uint8_t*>(message);
+  if (capacity < f.warm_offset()) return status::buffer_too_small;
+  uint8_t* kinds = msg + f.kinds_offset();
+  memset(kinds, 0, f.warm_offset() - f.kinds_offset());
+  // Rows into the fp32 scratch: warm rows a, delta rows a - m; ids in the same part order.
+  st = dispatch_dtype(batch.type, [&](auto bc) {
+    return dispatch_dtype(c.state_type, [&](auto tc) {
+      constexpr dtype B = decltype(bc)::value, T = decltype(tc)::value;
+      uint64_t wr = 0, dr = f.warm_rows;
+      for (uint64_t r = 0; r < rows; ++r) {
+        const bool warm = warmup || w.slots[r] == aqsgd_table::npos;
+        kinds[r] = warm ? aqsgd_row_warm : aqsgd_row_delta;
+        const uint64_t dst = warm ? wr++ : dr++;
+        w.ids[dst] = ids[r];
+        float* out = w.f32 + dst * c.cols;
+        for (uint64_t j = 0; j < c.cols; ++j) {
+          const float a = load<B>(batch.data, r * c.cols + j);
+          out[j] = warm ? a : sub_rn(a, load<T>(s.rows.data, w.slots[r] * c.cols + j));
+        }
+      }
+      return status::success;
+    });
+  });
+  if (!ok(st)) return st;
+  st = encode_part(c.warmup, w.f32, w.ids, f.warm_rows, c.cols, msg, f.warm_offset(), capacity, w, seed,
+                   f.warm_bytes);
+  if (!ok(st)) return st;
+  st = encode_part(c.codec, w.f32 + f.warm_rows * c.cols, w.ids + f.warm_rows, rows - f.warm_rows, c.cols,
+                   msg, f.delta_offset(), capacity, w, seed, f.delta_bytes);
+  if (!ok(st)) return st;
+  f.total_bytes = f.end_offset();
+  write_aqsgd_header(msg, f);
+
+  // Apply the message to our own copy exactly as the receiver will. w.ids now holds ids in
+  // part order, so the commit takes the caller's batch-order ids.
+  st = decode_parts(c, s, msg, f, w.slots, w);
+  if (!ok(st)) return st;
+  st = commit(c, s, kinds, ids, w.slots, rows, f.warm_rows, w.f32);
+  if (ok(st) && written) *written = size_t(f.total_bytes);
+  return st;
+}
+
+// Receiver step: validates the whole message (frame, codecs c.warmup / c.codec, sample ids
+// against `expected_ids` when not null, every delta id known, capacity), then applies it.
+// If `out` has data (rows x c.cols, any dtype) it receives m of the batch rows. On any error
+// the store and out are left untouched.
+inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const void* message, size_t len,
+                           const uint64_t* expected_ids, tensor_view out, void* workspace,
+                           size_t workspace_size) {
+  using namespace detail;
+  status st = check_config(c);
+  if (ok(st)) st = check_store(c, s);
+  if (!ok(st)) return st;
+  aqsgd_frame f;
+  st = parse_aqsgd_frame(message, len, f);
+  if (!ok(st)) return st;
+  const uint8_t* msg = static_cast<const uint8_t*>(message);
+  if (f.cols != c.cols) return status::shape_mismatch;
+  if (out.data != nullptr && (out.shp.rows != f.rows || out.shp.cols != c.cols)) return status::shape_mismatch;
+  if (f.warm_rows > 0) st = check_codec(msg + f.warm_offset(), f.warm_bytes, c.warmup.codec);
+  if (ok(st) && f.rows > f.warm_rows) st = check_codec(msg + f.delta_offset(), f.delta_bytes, c.codec.codec);
+  if (!ok(st)) return st;
+  aqsgd_ws w;
+  st = split_aqsgd_ws(c, f.rows, workspace, workspace_size, w);
+  if (!ok(st)) return st;
+  // Sample ids in batch order, merged from the two parts' id sections.
+  const uint8_t* kinds = msg + f.kinds_offset();
+  header hw, hd;
+  const uint8_t* wid = nullptr;
+  const uint8_t* did = nullptr;
+  if (f.warm_rows > 0 && ok(read_header(msg + f.warm_offset(), f.warm_bytes, hw)))
+    wid = sample_ids_section(msg + f.warm_offset(), hw);
+  if (f.rows > f.warm_rows && ok(read_header(msg + f.delta_offset(), f.delta_bytes, hd)))
+    did = sample_ids_section(msg + f.delta_offset(), hd);
+  uint64_t* row_ids = w.ids;
+  for (uint64_t r = 0, wr = 0, dr = 0; r < f.rows; ++r) {
+    row_ids[r] = kinds[r] == aqsgd_row_warm ? sample_id(wid, wr++) : sample_id(did, dr++);
+    if (expected_ids != nullptr && expected_ids[r] != row_ids[r]) return status::id_mismatch;
+  }
+  uint64_t unseen = 0;
+  st = plan_rows(s, row_ids, f.rows, w.slots, w.slots, unseen);
+  // plan_rows sorted a copy into w.slots before filling it with slots; duplicates and
+  // capacity are its errors, an unknown delta id is ours: the two sides' stores differ.
+  if (st == status::invalid_argument) return status::id_mismatch;
+  if (!ok(st)) return st;
+  for (uint64_t r = 0; r < f.rows; ++r)
+    if (kinds[r] == aqsgd_row_delta && w.slots[r] == aqsgd_table::npos) return status::id_mismatch;
+  st = decode_parts(c, s, msg, f, w.slots, w);
+  if (!ok(st)) return st;
+  st = commit(c, s, kinds, row_ids, w.slots, f.rows, f.warm_rows, w.f32);
+  if (!ok(st) || out.data == nullptr) return st;
+  return dispatch_dtype(c.state_type, [&](auto tc) {
+    return dispatch_dtype(out.type, [&](auto oc) {
+      constexpr dtype T = decltype(tc)::value, O = decltype(oc)::value;
+      for (uint64_t r = 0; r < f.rows; ++r)
+        for (uint64_t j = 0; j < c.cols; ++j)
+          store<O>(out.data, r * c.cols + j, load<T>(s.rows.data, w.slots[r] * c.cols + j));
+      return status::success;
+    });
+  });
+}
+
+// Owner of one side's store (table, rows) and a workspace for batches of up to
+// `max_rows` samples; the same object type serves as sender or receiver.
+class aqsgd_state {
+ public:
+  [[nodiscard]] status init(const aqsgd_config& c, uint64_t max_rows, const allocator& a = malloc_allocator()) {
+    status st = detail::check_config(c);
+    if (!ok(st)) return st;
+    const size_t msg = aqsgd_message_bytes(c, max_rows);
+    if (msg == 0) return status::invalid_spec;
+    st = table_.allocate(size_t(aqsgd_table_bytes(c.capacity)), a);
+    if (ok(st)) st = rows_.allocate(size_t(aqsgd_rows_bytes(c)), a);
+    if (ok(st)) st = ws_.allocate(aqsgd_workspace_bytes(c, max_rows), a);
+    if (ok(st)) st = init_aqsgd_table(table_.data(), table_.size(), c.capacity, store_.table);
+    if (!ok(st)) return st;
+    memset(rows_.data(), 0, rows_.size());
+    store_.rows = tensor_view{rows_.data(), c.state_type, shape(c.capacity, c.cols)};
+    cfg_ = c;
+    message_bytes_ = msg;
+    return status::success;
+  }
+  [[nodiscard]] status encode(const uint64_t* ids, const_tensor_view batch, bool warmup, void* message,
+                              size_t capacity, uint64_t seed = 0, size_t* written = nullptr) {
+    return aqsgd_encode(cfg_, store_, ids, batch, warmup, message, capacity, ws_.data(), ws_.size(), seed,
+                        written);
+  }
+  [[nodiscard]] status decode(const void* message, size_t len, const uint64_t* expected_ids,
+                              tensor_view out = {}) {
+    return aqsgd_decode(cfg_, store_, message, len, expected_ids, out, ws_.data(), ws_.size());
+  }
+  // Capacity a message buffer needs for a batch of up to max_rows samples.
+  size_t message_bytes() const { return message_bytes_; }
+  const aqsgd_config& config() const { return cfg_; }
+  const aqsgd_store& store() const { return store_; }
+  uint64_t count() const { return store_.table.words ? store_.table.count() : 0; }
+  aqsgd_memory memory() const { return aqsgd_memory_use(cfg_, count()); }
+
+ private:
+  aqsgd_config cfg_{};
+  aqsgd_store store_{};
+  size_t message_bytes_ = 0;
+  owned_bytes table_, rows_, ws_;
+};
+
+}  // namespace pipecodec::host

@@ -1,0 +1,95 @@
+// Classic error feedback, sender side only (the receiver decodes payloads as usual):
+//   v = x + e;  payload = C(v);  e = v - D(payload)
+// with v = fp32(x + e) and e = T(fp32(v - D(payload))) for a residual stored as T (fp32, fp16
+// or bf16). The payload describes an fp32 tensor of x's shape. docs/STATE.md has the details.
+#pragma once
+
+#include "../core/allocator.hpp"
+#include "state_common.hpp"
+
+namespace pipecodec::host {
+
+// Workspace ef_encode needs: an fp32 copy of v plus the codec's own workspace.
+inline size_t ef_workspace_bytes(const spec& s, const shape& shp) {
+  return detail::f32_scratch_bytes(shp.size()) + workspace_bytes(s, shp);
+}
+
+// Encodes x with error feedback; `residual` (x's shape, any dtype, zero at the start) is
+// read and updated. On any error the residual is left untouched.
+inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual, void* payload,
+                        size_t capacity, void* workspace, size_t workspace_size, uint64_t seed = 0,
+                        size_t* written = nullptr) {
+  using namespace detail;
+  uint64_t n = 0;
+  if (!x.shp.count(n) || n > max_elements) return status::invalid_shape;
+  if (residual.shp != x.shp) return status::state_mismatch;
+  if (!valid_view(x.data, n) || !valid_view(residual.data, n)) return status::invalid_argument;
+  state_workspace ws;
+  status st = split_workspace(workspace, workspace_size, n, workspace_bytes(s, x.shp), ws);
+  if (!ok(st)) return st;
+  if (overlaps(residual.data, n * dtype_bytes(residual.type), payload, capacity) ||
+      overlaps(workspace, workspace_size, payload, capacity))
+    return status::aliasing;
+  // v = x + e, then payload = C(v).
+  st = dispatch_dtype(x.type, [&](auto xc) {
+    return dispatch_dtype(residual.type, [&](auto ec) {
+      constexpr dtype X = decltype(xc)::value, E = decltype(ec)::value;
+      for (uint64_t i = 0; i < n; ++i) ws.f32[i] = add_rn(load<X>(x.data, i), load<E>(residual.data, i));
+      return status::success;
+    });
+  });
+  if (!ok(st)) return st;
+  size_t len = 0;
+  st = encode(s, const_tensor_view(ws.f32, dtype::f32, x.shp), payload, capacity, ws.codec,
+              ws.codec_bytes, seed, &len);
+  if (!ok(st)) return st;
+  // e = v - D(payload); v is recomputed (same operands, same rounding) so one scratch suffices.
+  st = decode(payload, len, tensor_view{ws.f32, dtype::f32, x.shp}, ws.codec, ws.codec_bytes);
+  if (!ok(st)) return st;
+  st = dispatch_dtype(x.type, [&](auto xc) {
+    return dispatch_dtype(residual.type, [&](auto ec) {
+      constexpr dtype X = decltype(xc)::value, E = decltype(ec)::value;
+      for (uint64_t i = 0; i < n; ++i) {
+        const float v = add_rn(load<X>(x.data, i), load<E>(residual.data, i));
+        store<E>(residual.data, i, sub_rn(v, ws.f32[i]));
+      }
+      return status::success;
+    });
+  });
+  if (ok(st) && written) *written = len;
+  return st;
+}
+
+// Owner of an EF residual and its workspace (memory from a pluggable allocator).
+class ef_state {
+ public:
+  // Allocates a zero residual of `shp` stored as `state_type`, for codec `s`.
+  [[nodiscard]] status init(const spec& s, const shape& shp, dtype state_type,
+                            const allocator& a = malloc_allocator()) {
+    if (!valid_dtype(uint8_t(state_type))) return status::invalid_argument;
+    if (encoded_bytes(s, shp) == 0) return status::invalid_spec;
+    status st = state_.allocate(size_t(shp.size()) * dtype_bytes(state_type), a);
+    if (ok(st)) st = ws_.allocate(ef_workspace_bytes(s, shp), a);
+    if (!ok(st)) return st;
+    memset(state_.data(), 0, state_.size());
+    spec_ = s;
+    shp_ = shp;
+    type_ = state_type;
+    return status::success;
+  }
+  [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, uint64_t seed = 0,
+                              size_t* written = nullptr) {
+    return ef_encode(spec_, x, residual(), payload, capacity, ws_.data(), ws_.size(), seed, written);
+  }
+  size_t payload_bytes() const { return encoded_bytes(spec_, shp_); }
+  tensor_view residual() const { return tensor_view{state_.data(), type_, shp_}; }
+  const spec& codec() const { return spec_; }
+
+ private:
+  spec spec_{};
+  shape shp_{};
+  dtype type_ = dtype::f32;
+  owned_bytes state_, ws_;
+};
+
+}  // namespace pipecodec::host

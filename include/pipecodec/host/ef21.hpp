@@ -1,0 +1,93 @@
+// EF21 / delta state, both sides of a boundary hold g (zero at the start):
+//   sender:   payload = C(x - g);  g += D(payload)
+//   receiver: g += D(payload);     the receiver's tensor is g
+// with x - g computed in fp32 and g updated as T(fp32(g + D(payload))) for g stored as T, the
+// update host::decode_accumulate performs, so both copies of g stay equal bit for bit.
+#pragma once
+
+#include "../core/allocator.hpp"
+#include "state_common.hpp"
+
+namespace pipecodec::host {
+
+inline size_t ef21_workspace_bytes(const spec& s, const shape& shp) {
+  return detail::f32_scratch_bytes(shp.size()) + workspace_bytes(s, shp);
+}
+
+// Sender step. On any error g is left untouched.
+inline status ef21_encode(const spec& s, const_tensor_view x, tensor_view g, void* payload,
+                          size_t capacity, void* workspace, size_t workspace_size, uint64_t seed = 0,
+                          size_t* written = nullptr) {
+  using namespace detail;
+  uint64_t n = 0;
+  if (!x.shp.count(n) || n > max_elements) return status::invalid_shape;
+  if (g.shp != x.shp) return status::state_mismatch;
+  if (!valid_view(x.data, n) || !valid_view(g.data, n)) return status::invalid_argument;
+  state_workspace ws;
+  status st = split_workspace(workspace, workspace_size, n, workspace_bytes(s, x.shp), ws);
+  if (!ok(st)) return st;
+  if (overlaps(g.data, n * dtype_bytes(g.type), payload, capacity) ||
+      overlaps(workspace, workspace_size, payload, capacity))
+    return status::aliasing;
+  st = sub_to_f32(x.data, x.type, g.data, g.type, n, ws.f32);
+  if (!ok(st)) return st;
+  size_t len = 0;
+  st = encode(s, const_tensor_view(ws.f32, dtype::f32, x.shp), payload, capacity, ws.codec,
+              ws.codec_bytes, seed, &len);
+  if (!ok(st)) return st;
+  st = decode_accumulate(payload, len, g, ws.codec, ws.codec_bytes);
+  if (ok(st) && written) *written = len;
+  return st;
+}
+
+// Receiver step: validates the payload fully (codec `expected`, g's shape), then g += D(payload).
+// If `out` has data, it receives g converted to out's dtype (shape must equal g's). On any
+// error g and out are left untouched.
+inline status ef21_decode(codec_id expected, const void* payload, size_t len, tensor_view g,
+                          tensor_view out = {}, void* workspace = nullptr, size_t workspace_size = 0) {
+  using namespace detail;
+  status st = check_codec(payload, len, expected);
+  if (!ok(st)) return st;
+  if (out.data != nullptr && out.shp != g.shp) return status::shape_mismatch;
+  st = decode_accumulate(payload, len, g, workspace, workspace_size);
+  if (ok(st) && out.data != nullptr) st = convert(g.data, g.type, out.data, out.type, g.shp.size());
+  return st;
+}
+
+// Owner of one side's g and workspace; the same object type serves as sender or receiver.
+class ef21_state {
+ public:
+  [[nodiscard]] status init(const spec& s, const shape& shp, dtype state_type,
+                            const allocator& a = malloc_allocator()) {
+    if (!valid_dtype(uint8_t(state_type))) return status::invalid_argument;
+    if (encoded_bytes(s, shp) == 0) return status::invalid_spec;
+    status st = state_.allocate(size_t(shp.size()) * dtype_bytes(state_type), a);
+    if (ok(st)) st = ws_.allocate(ef21_workspace_bytes(s, shp), a);
+    if (!ok(st)) return st;
+    memset(state_.data(), 0, state_.size());
+    spec_ = s;
+    shp_ = shp;
+    type_ = state_type;
+    return status::success;
+  }
+  [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, uint64_t seed = 0,
+                              size_t* written = nullptr) {
+    return ef21_encode(spec_, x, state(), payload, capacity, ws_.data(), ws_.size(), seed, written);
+  }
+  [[nodiscard]] status decode(const void* payload, size_t len, tensor_view out = {}) {
+    const auto ws = detail::f32_scratch_bytes(shp_.size());
+    return ef21_decode(spec_.codec, payload, len, state(), out, static_cast<uint8_t*>(ws_.data()) + ws,
+                       ws_.size() - ws);
+  }
+  size_t payload_bytes() const { return encoded_bytes(spec_, shp_); }
+  tensor_view state() const { return tensor_view{state_.data(), type_, shp_}; }
+  const spec& codec() const { return spec_; }
+
+ private:
+  spec spec_{};
+  shape shp_{};
+  dtype type_ = dtype::f32;
+  owned_bytes state_, ws_;
+};
+
+}  // namespace pipecodec::host

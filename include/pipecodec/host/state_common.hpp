@@ -1,0 +1,71 @@
+// Pieces shared by the host stateful schemes (ef.hpp, ef21.hpp, aqsgd.hpp). The update rule
+// every scheme follows so both sides of a boundary stay bit-identical: a new state element is
+// computed in fp32 with one correctly rounded operation (add_rn / sub_rn) and then rounded
+// once to the storage dtype (detail::store), exactly what host::decode_accumulate does.
+#pragma once
+
+#include "../core/dispatch.hpp"
+#include "codec.hpp"
+
+namespace pipecodec::host::detail {
+
+using namespace pipecodec::detail;
+
+// Splits a workspace into an fp32 scratch tensor of n elements and the codec's workspace.
+struct state_workspace {
+  float* f32 = nullptr;
+  void* codec = nullptr;
+  size_t codec_bytes = 0;
+};
+
+inline size_t f32_scratch_bytes(uint64_t n) { return size_t(align16(4 * n)); }
+
+inline status split_workspace(void* ws, size_t ws_size, uint64_t n, size_t codec_need,
+                              state_workspace& out) {
+  const size_t need = f32_scratch_bytes(n) + codec_need;
+  if (ws_size < need) return status::workspace_too_small;
+  if (ws == nullptr && need > 0) return status::invalid_argument;
+  if (reinterpret_cast<uintptr_t>(ws) % 16 != 0) return status::misaligned;
+  out.f32 = static_cast<float*>(ws);
+  out.codec = static_cast<uint8_t*>(ws) + f32_scratch_bytes(n);
+  out.codec_bytes = ws_size - f32_scratch_bytes(n);
+  return status::success;
+}
+
+// A payload from a receiver's peer must be of the codec the receiver was configured with.
+inline status check_codec(const void* payload, size_t len, codec_id expected) {
+  header h;
+  const status st = read_header(static_cast<const uint8_t*>(payload), len, h);
+  if (!ok(st)) return st;
+  return h.codec == expected ? status::success : status::state_mismatch;
+}
+
+// out[i] = fp32(a[i] - b[i]) for n elements of a (dtype of a) and b (dtype of b).
+inline status sub_to_f32(const void* a, dtype ta, const void* b, dtype tb, uint64_t n, float* out) {
+  return dispatch_dtype(ta, [&](auto ac) {
+    return dispatch_dtype(tb, [&](auto bc) {
+      constexpr dtype A = decltype(ac)::value, B = decltype(bc)::value;
+      for (uint64_t i = 0; i < n; ++i) out[i] = sub_rn(load<A>(a, i), load<B>(b, i));
+      return status::success;
+    });
+  });
+}
+
+// Converting copy of n elements (widening is exact; narrowing rounds once, to nearest even).
+inline status convert(const void* src, dtype ts, void* dst, dtype td, uint64_t n) {
+  return dispatch_dtype(ts, [&](auto sc) {
+    return dispatch_dtype(td, [&](auto dc) {
+      constexpr dtype S = decltype(sc)::value, D = decltype(dc)::value;
+      if constexpr (S == D) {
+        memcpy(dst, src, n * dtype_bytes(S));
+      } else {
+        for (uint64_t i = 0; i < n; ++i) store<D>(dst, i, load<S>(src, i));
+      }
+      return status::success;
+    });
+  });
+}
+
+inline bool valid_view(const void* data, uint64_t n) { return data != nullptr || n == 0; }
+
+}  // namespace pipecodec::host::detail

@@ -1,0 +1,80 @@
+// Helpers for the stateful-scheme tests: byte snapshots of state, random step tensors.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "data.hpp"
+#include "pipecodec/host/aqsgd.hpp"
+#include "pipecodec/host/ef.hpp"
+#include "pipecodec/host/ef21.hpp"
+#include "pipecodec/policy/spec_string.hpp"
+
+namespace tstate {
+
+using namespace pipecodec;
+
+inline std::vector<uint8_t> bytes_of(const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  return std::vector<uint8_t>(b, b + n);
+}
+
+inline std::vector<uint8_t> snapshot(const_tensor_view v) {
+  return bytes_of(v.data, v.shp.size() * dtype_bytes(v.type));
+}
+
+// Table and rows of an AQ-SGD side, byte for byte.
+inline std::vector<uint8_t> snapshot(const host::aqsgd_state& s) {
+  auto out = bytes_of(s.store().table.words, aqsgd_table_bytes(s.config().capacity));
+  const auto rows = snapshot(s.store().rows);
+  out.insert(out.end(), rows.begin(), rows.end());
+  return out;
+}
+
+inline spec parse(const char* text) {
+  spec s;
+  const status st = parse_spec(text, s);
+  REQUIRE_MESSAGE(ok(st), text);
+  return s;
+}
+
+inline const char* storage_name(dtype t) { return to_string(t); }
+
+// Step tensor stored as dtype t, with its exact float values in `f`.
+struct step_tensor {
+  std::vector<uint8_t> bytes;
+  std::vector<float> f;
+  dtype type;
+};
+
+inline step_tensor make_step(uint64_t n, uint64_t seed, dtype t) {
+  step_tensor s;
+  s.type = t;
+  s.bytes = testdata::as_bytes(testdata::activations(n, seed), t);
+  s.f.resize(n);
+  for (uint64_t i = 0; i < n; ++i) s.f[i] = testdata::element(s.bytes, t, i);
+  return s;
+}
+
+inline double rel_l2(const std::vector<float>& ref, const std::vector<float>& x) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += (double(ref[i]) - x[i]) * (double(ref[i]) - x[i]);
+    den += double(ref[i]) * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+inline std::vector<float> to_f32(const_tensor_view v) {
+  std::vector<float> out(v.shp.size());
+  const status st = detail::dispatch_dtype(v.type, [&](auto tc) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = detail::load<decltype(tc)::value>(v.data, i);
+    return status::success;
+  });
+  REQUIRE(ok(st));
+  return out;
+}
+
+}  // namespace tstate
