@@ -9,4 +9,6 @@
 #include "core/spec.hpp"
 #include "core/status.hpp"
 #include "host/codec.hpp"
+#include "policy/endpoint.hpp"
+#include "policy/policy_parse.hpp"
 #include "policy/spec_string.hpp"
