@@ -4,6 +4,7 @@
 
 #include "plain_format.hpp"
 #include "quant_layout.hpp"
+#include "topk_format.hpp"
 
 namespace pipecodec {
 
@@ -19,19 +20,32 @@ inline size_t encoded_bytes(const spec& s, const shape& shp) {
       detail::plain_layout L;
       return detail::make_plain_layout(s.plain, shp, L) ? size_t(L.total) : 0;
     }
-    default: return 0;
+    case codec_id::topk:
+    case codec_id::randk: {
+      detail::topk_desc d;
+      detail::topk_layout L;
+      return ok(detail::resolve_topk(s, shp, 0, d)) && detail::make_topk_layout(d, shp, L) ? size_t(L.total) : 0;
+    }
   }
+  return 0;
 }
 
 // Scratch memory an encode or decode needs, the same figure for both backends so one
-// allocation serves either. Quantization needs none.
+// allocation serves either (16-byte aligned). Quantization and plain need none; TopK and
+// RandK need the regions of core/topk_layout.hpp (topk_workspace).
 inline size_t workspace_bytes(const spec& s, const shape& shp) {
-  (void)shp;
   switch (s.codec) {
     case codec_id::quant:
     case codec_id::plain: return 0;
-    default: return 0;
+    case codec_id::topk:
+    case codec_id::randk: {
+      detail::topk_desc d;
+      detail::topk_layout L;
+      if (!ok(detail::resolve_topk(s, shp, 0, d)) || !detail::make_topk_layout(d, shp, L)) return 0;
+      return size_t(detail::make_topk_workspace(d, L).total);
+    }
   }
+  return 0;
 }
 
 }  // namespace pipecodec

@@ -5,6 +5,7 @@
 #include "../core/sizes.hpp"
 #include "plain.hpp"
 #include "quant.hpp"
+#include "topk.hpp"
 
 namespace pipecodec::host {
 
@@ -13,44 +14,71 @@ namespace pipecodec::host {
 inline status encode(const spec& s, const_tensor_view in, void* payload, size_t capacity,
                      void* workspace = nullptr, size_t workspace_size = 0, uint64_t seed = 0,
                      size_t* written = nullptr) {
-  (void)workspace;
   if (workspace_size < workspace_bytes(s, in.shp)) return status::workspace_too_small;
   switch (s.codec) {
     case codec_id::quant: return detail::encode_quant(s.quant, in, payload, capacity, seed, written);
     case codec_id::plain: return detail::encode_plain(s.plain, in, payload, capacity, written);
-    default: return status::not_supported;
+    case codec_id::topk:
+    case codec_id::randk:
+      return detail::encode_topk(s, in, payload, capacity, workspace, workspace_size, seed, written);
   }
+  return status::not_supported;
 }
 
 namespace detail {
 template <bool Accumulate>
-inline status decode_any(const void* payload, size_t len, tensor_view out) {
+inline status decode_any(const void* payload, size_t len, tensor_view out, void* ws, size_t ws_size) {
   header h;
   const status st = read_header(static_cast<const uint8_t*>(payload), len, h);
   if (!ok(st)) return st;
   switch (h.codec) {
     case codec_id::quant: return decode_quant<Accumulate>(payload, len, out);
     case codec_id::plain: return decode_plain<Accumulate>(payload, len, out);
-    default: return status::not_supported;
+    case codec_id::topk:
+    case codec_id::randk: return decode_topk<Accumulate>(payload, len, out, ws, ws_size);
   }
+  return status::not_supported;
 }
 }  // namespace detail
 
 // Decodes a payload of any codec into `out` (any dtype; the shape must match). The whole
-// payload is validated first: on any error `out` is left untouched.
+// payload is validated first: on any error `out` is left untouched. The workspace is
+// optional: a RandK decode buffers selection candidates in it (faster), others ignore it.
+// A shared-mask payload needs its mask: decode_shared.
 inline status decode(const void* payload, size_t len, tensor_view out, void* workspace = nullptr,
                      size_t workspace_size = 0) {
-  (void)workspace;
-  (void)workspace_size;
-  return detail::decode_any<false>(payload, len, out);
+  return detail::decode_any<false>(payload, len, out, workspace, workspace_size);
 }
 
 // out += decode(payload): the update EF21 and AQ-SGD apply to their state.
 inline status decode_accumulate(const void* payload, size_t len, tensor_view out,
                                 void* workspace = nullptr, size_t workspace_size = 0) {
-  (void)workspace;
-  (void)workspace_size;
-  return detail::decode_any<true>(payload, len, out);
+  return detail::decode_any<true>(payload, len, out, workspace, workspace_size);
+}
+
+// Shared-mask TopK (spec "topk:...,mask=shared"): encodes the values of `in` at the positions
+// of `mask`, an earlier TopK payload of the same shape, scope and k (e.g. the forward
+// activations' payload when encoding their gradient). The payload carries values only.
+// Both payloads are validated: a mask that is not a TopK payload with positions, or whose
+// scope or k differ, gives invalid_argument; a different shape gives shape_mismatch.
+inline status encode_shared(const spec& s, const_tensor_view in, const void* mask, size_t mask_len,
+                            void* payload, size_t capacity, void* workspace, size_t workspace_size,
+                            uint64_t seed = 0, size_t* written = nullptr) {
+  return detail::encode_shared(s, in, mask, mask_len, payload, capacity, workspace, workspace_size,
+                               seed, written);
+}
+
+// Decodes a shared-mask payload with the positions of its mask payload (dense: zeros
+// elsewhere). Both payloads are validated before `out` is written.
+inline status decode_shared(const void* values, size_t len, const void* mask, size_t mask_len,
+                            tensor_view out) {
+  return detail::decode_shared<false>(values, len, mask, mask_len, out);
+}
+
+// out += decode_shared(...), at the kept positions only.
+inline status decode_shared_accumulate(const void* values, size_t len, const void* mask,
+                                       size_t mask_len, tensor_view out) {
+  return detail::decode_shared<true>(values, len, mask, mask_len, out);
 }
 
 }  // namespace pipecodec::host

@@ -1,0 +1,239 @@
+// Host backend of TopK / RandK: select (host/topk_select.hpp), write the positions and the
+// kept values; decode to dense or accumulate. Shared-mask payloads take their positions
+// from a paired TopK payload.
+#pragma once
+
+#include <algorithm>
+
+#include "overlap.hpp"
+#include "quant.hpp"
+#include "topk_read.hpp"
+#include "topk_select.hpp"
+
+namespace pipecodec::host::detail {
+
+template <dtype T>
+struct magnitude_keys {
+  const void* x;
+  uint64_t base;
+  uint32_t operator()(uint64_t i) const { return magnitude_key(load<T>(x, base + i)); }
+};
+
+// Philox gives four words per call; sequential scans reuse them.
+struct randk_keys {
+  uint64_t seed, base;
+  mutable uint64_t block = ~uint64_t(0);
+  mutable philox_out words{};
+  uint32_t operator()(uint64_t i) const {
+    const uint64_t e = base + i;
+    if ((e >> 2) != block) {
+      block = e >> 2;
+      words = random_block(seed, stream_randk, block);
+    }
+    return randk_key_from_word(words.v[e & 3u]);
+  }
+};
+
+// Calls f(u, j, i) for every kept position of an encode: selected by magnitude (TopK),
+// by seed (RandK), or read from a validated mask payload (shared mask).
+template <dtype T, class F>
+inline void for_each_selected(const topk_desc& d, const topk_layout& L, const void* x,
+                              const topk_payload* mask, uint32_t* cand, uint64_t cap, F&& f) {
+  if (mask != nullptr) return for_each_position(*mask, f);
+  for (uint64_t u = 0; u < L.units; ++u) {
+    auto emit = [&](uint64_t j, uint64_t i) { f(u, j, i); };
+    if (d.codec == codec_id::randk) {
+      const randk_keys key{d.seed, u * L.unit_len};
+      compact_kept(key, L.unit_len, radix_select(key, L.unit_len, L.k, cand, cap), emit);
+    } else {
+      const magnitude_keys<T> key{x, u * L.unit_len};
+      compact_kept(key, L.unit_len, radix_select(key, L.unit_len, L.k, cand, cap), emit);
+    }
+  }
+}
+
+inline float unbiased_scale(const topk_layout& L) {
+  return L.k ? float(ddiv_rn(double(L.unit_len), double(L.k))) : 1.0F;
+}
+
+inline status encode_sparse(const topk_desc& d, const_tensor_view in, const topk_payload* mask,
+                            void* payload, size_t capacity, void* ws, size_t ws_size, size_t* written) {
+  topk_layout L;
+  if (!make_topk_layout(d, in.shp, L)) return status::invalid_spec;
+  const topk_workspace W = make_topk_workspace(d, L);
+  if (payload == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
+  if (capacity < L.total) return status::buffer_too_small;
+  if (ws_size < W.total) return status::workspace_too_small;
+  if (ws == nullptr || reinterpret_cast<uintptr_t>(ws) % 16 != 0) return status::misaligned;
+  if (overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total) ||
+      overlaps(ws, W.total, payload, L.total) || overlaps(ws, W.total, in.data, L.n * dtype_bytes(in.type)))
+    return status::aliasing;
+
+  uint8_t* p = static_cast<uint8_t*>(payload);
+  header h;
+  h.codec = d.codec;
+  h.type = in.type;
+  h.shp = in.shp;
+  h.total_bytes = L.total;
+  write_topk_params(h.params, d);
+  write_header(p, h);
+  memset(p + header_bytes, 0, L.total - header_bytes);  // padding and bitmap start at zero
+
+  uint8_t* wsb = static_cast<uint8_t*>(ws);
+  uint32_t* cand = reinterpret_cast<uint32_t*>(wsb + W.cand_offset);
+  float* gathered = reinterpret_cast<float*>(wsb + W.values_offset);
+  uint8_t* idx = p + L.index_offset;
+  uint8_t* vals = p + L.values_offset;
+  const float scale = d.unbiased ? unbiased_scale(L) : 1.0F;
+  const status st = dispatch_dtype(in.type, [&](auto tc) {
+    constexpr dtype T = decltype(tc)::value;
+    for_each_selected<T>(d, L, in.data, mask, cand, select_cand_cap(L.unit_len),
+                         [&](uint64_t u, uint64_t j, uint64_t i) {
+      const uint64_t e = u * L.k + j;
+      switch (d.index) {
+        case index_layout::u32: put_u32(idx + 4 * e, uint32_t(i)); break;
+        case index_layout::u16: put_u16(idx + 2 * e, uint16_t(i)); break;
+        case index_layout::bitmap: {
+          const uint64_t pos = u * L.unit_len + i;
+          idx[pos / 8] = uint8_t(idx[pos / 8] | (1u << (pos % 8)));
+          break;
+        }
+        default: break;
+      }
+      float v = load<T>(in.data, u * L.unit_len + i);
+      if (d.unbiased) v = mul_rn(v, scale);
+      switch (d.values) {
+        case value_kind::f32: put_u32(vals + 4 * e, bit_cast<uint32_t>(v)); break;
+        case value_kind::f16: put_u16(vals + 2 * e, f32_to_f16(v)); break;
+        case value_kind::bf16: put_u16(vals + 2 * e, f32_to_bf16(v)); break;
+        case value_kind::quant: gathered[e] = v; break;
+      }
+    });
+    return status::success;
+  });
+  if (!ok(st)) return st;
+  if (d.values == value_kind::quant) {
+    // The gathered values are quantized exactly as a quantization payload of them would be.
+    const quant_layout& Q = L.vq;
+    uint8_t* base = p + quant_base(L);
+    const status qs = dispatch_bits(d.vquant.bits, [&](auto bc) {
+      constexpr uint32_t B = decltype(bc)::value;
+      for (uint64_t g = 0; g < Q.groups; ++g) {
+        if (d.vquant.round == rounding::nearest)
+          encode_group<dtype::f32, B, rounding::nearest>(gathered, d.vquant, Q, g, d.seed, base);
+        else
+          encode_group<dtype::f32, B, rounding::stochastic>(gathered, d.vquant, Q, g, d.seed, base);
+      }
+      return status::success;
+    });
+    if (!ok(qs)) return qs;
+  }
+  if (written) *written = size_t(L.total);
+  return status::success;
+}
+
+inline status encode_topk(const spec& s, const_tensor_view in, void* payload, size_t capacity,
+                          void* ws, size_t ws_size, uint64_t seed, size_t* written) {
+  topk_desc d;
+  const status st = resolve_topk(s, in.shp, seed, d);
+  if (!ok(st)) return st;
+  if (d.shared_mask) return status::invalid_argument;  // needs its mask: encode_shared
+  return encode_sparse(d, in, nullptr, payload, capacity, ws, ws_size, written);
+}
+
+// A TopK payload whose positions a shared-mask payload may use: parsed and validated.
+inline status parse_mask(const void* mask, size_t mask_len, topk_payload& mp) {
+  status st = parse_topk_payload(mask, mask_len, mp);
+  if (!ok(st)) return st;
+  if (!has_index_section(mp.desc)) return status::invalid_argument;
+  return validate_positions(mp);
+}
+
+// The mask must describe the same shape, scope and k as the values payload.
+inline status check_pairing(const topk_desc& d, const shape& shp, const topk_payload& mp) {
+  if (mp.hdr.shp != shp) return status::shape_mismatch;
+  if (mp.desc.scope != d.scope || mp.desc.k != d.k) return status::invalid_argument;
+  return status::success;
+}
+
+inline status encode_shared(const spec& s, const_tensor_view in, const void* mask, size_t mask_len,
+                            void* payload, size_t capacity, void* ws, size_t ws_size, uint64_t seed,
+                            size_t* written) {
+  topk_desc d;
+  status st = resolve_topk(s, in.shp, seed, d);
+  if (!ok(st)) return st;
+  if (!d.shared_mask) return status::invalid_spec;
+  topk_payload mp;
+  if (!ok(st = parse_mask(mask, mask_len, mp))) return st;
+  if (!ok(st = check_pairing(d, in.shp, mp))) return st;
+  if (overlaps(mask, mask_len, payload, capacity)) return status::aliasing;
+  return encode_sparse(d, in, &mp, payload, capacity, ws, ws_size, written);
+}
+
+// Writes a validated payload into out (dense: zeros elsewhere; or accumulated at the kept
+// positions only). Positions come from `mask` when given, else from the payload itself.
+template <bool Accumulate>
+inline status scatter(const topk_payload& tp, const topk_payload* mask, tensor_view out, void* ws,
+                      size_t ws_size) {
+  const topk_layout& L = tp.layout;
+  if (!Accumulate && L.n > 0) memset(out.data, 0, L.n * dtype_bytes(out.type));
+  uint32_t* cand = reinterpret_cast<uint32_t*>(ws);
+  const uint64_t cap = ws ? std::min<uint64_t>(select_cand_cap(L.unit_len), ws_size / 4) : 0;
+  return dispatch_dtype(out.type, [&](auto oc) {
+    constexpr dtype O = decltype(oc)::value;
+    return with_values(tp, [&](auto reader) {
+      auto put = [&](uint64_t u, uint64_t j, uint64_t i) {
+        const uint64_t pos = u * L.unit_len + i;
+        const float v = reader.at(u * L.k + j);
+        store<O>(out.data, pos, Accumulate ? add_rn(load<O>(out.data, pos), v) : v);
+      };
+      if (mask != nullptr || has_index_section(tp.desc))
+        for_each_position(mask ? *mask : tp, put);
+      else  // RandK: the decoder re-derives the positions from the seed
+        for_each_selected<dtype::f32>(tp.desc, L, nullptr, nullptr, cand, cap, put);
+      return status::success;
+    });
+  });
+}
+
+inline status check_output(const topk_payload& tp, const void* payload, tensor_view out, const void* ws,
+                           size_t ws_size) {
+  if (tp.hdr.shp != out.shp) return status::shape_mismatch;
+  if (out.data == nullptr && tp.layout.n > 0) return status::invalid_argument;
+  if (ws != nullptr && reinterpret_cast<uintptr_t>(ws) % 16 != 0) return status::misaligned;
+  const uint64_t out_bytes = tp.layout.n * dtype_bytes(out.type);
+  if (overlaps(out.data, out_bytes, payload, tp.hdr.total_bytes) || overlaps(out.data, out_bytes, ws, ws_size))
+    return status::aliasing;
+  return status::success;
+}
+
+// Validates the whole payload before writing, so a rejected payload leaves `out` untouched.
+// `ws` is optional: RandK uses it to buffer selection candidates.
+template <bool Accumulate>
+inline status decode_topk(const void* payload, size_t len, tensor_view out, void* ws, size_t ws_size) {
+  topk_payload tp;
+  status st = parse_topk_payload(payload, len, tp);
+  if (!ok(st)) return st;
+  if (tp.desc.shared_mask) return status::invalid_argument;  // needs its mask: decode_shared
+  if (!ok(st = check_output(tp, payload, out, ws, ws_size))) return st;
+  if (has_index_section(tp.desc) && !ok(st = validate_positions(tp))) return st;
+  if (!ok(st = validate_values(tp))) return st;
+  return scatter<Accumulate>(tp, nullptr, out, ws, ws_size);
+}
+
+template <bool Accumulate>
+inline status decode_shared(const void* values, size_t len, const void* mask, size_t mask_len,
+                            tensor_view out) {
+  topk_payload tp, mp;
+  status st = parse_topk_payload(values, len, tp);
+  if (!ok(st)) return st;
+  if (!tp.desc.shared_mask) return status::invalid_argument;
+  if (!ok(st = parse_mask(mask, mask_len, mp))) return st;
+  if (!ok(st = check_pairing(tp.desc, tp.hdr.shp, mp))) return st;
+  if (!ok(st = check_output(tp, values, out, nullptr, 0))) return st;
+  if (overlaps(out.data, tp.layout.n * dtype_bytes(out.type), mask, mask_len)) return status::aliasing;
+  if (!ok(st = validate_values(tp))) return st;
+  return scatter<Accumulate>(tp, &mp, out, nullptr, 0);
+}
+
+}  // namespace pipecodec::host::detail
