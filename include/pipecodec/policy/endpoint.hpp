@@ -15,6 +15,7 @@
 // travels plain) and no state is read or written.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 
 #include "../core/allocator.hpp"
@@ -93,7 +94,8 @@ class endpoint_base {
     return st;
   }
 
-  // Checks a call's tensor against max_shape; the state view covers its rows.
+  // A call's tensor: the endpoint's dtype, max_shape's columns, at most its rows. EF and EF21
+  // keep one state tensor of max_shape, so their training calls need exactly max_shape.
   status check(const shape& s, dtype t) const {
     if (t != opts_.type) return status::shape_mismatch;
     if (s.cols != opts_.max_shape.cols || s.rows > opts_.max_shape.rows) return status::shape_mismatch;
