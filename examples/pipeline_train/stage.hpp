@@ -6,6 +6,9 @@
 
 #include <pipecodec/policy/endpoint.hpp>
 
+#include <time.h>
+
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -23,6 +26,27 @@ inline void check(pc::status st, const char* what, int stage) {
     std::exit(1);
   }
 }
+
+// CPU seconds of a clock: the codec's share is measured in CPU time, which stays meaningful
+// on a shared machine where wall time depends on the other processes.
+inline double cpu_seconds(clockid_t c) {
+  timespec ts{};
+  clock_gettime(c, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Adds the CPU time of its scope to `acc`. Codec calls run on the calling thread (thread
+// clock); BLAS calls may use helper threads (process clock).
+class cpu_scope {
+ public:
+  cpu_scope(double& acc, clockid_t c) : acc_(acc), c_(c), t0_(cpu_seconds(c)) {}
+  ~cpu_scope() { acc_ += cpu_seconds(c_) - t0_; }
+
+ private:
+  double& acc_;
+  clockid_t c_;
+  double t0_;
+};
 
 class stage {
  public:
@@ -60,11 +84,15 @@ class stage {
     const float* x = input;
     if (s_ > 0) {
       const size_t n = t.recv(s_ - 1, tag_fwd, buf_.data(), buf_.size());
+      cpu_scope c(codec_cpu_, CLOCK_THREAD_CPUTIME_ID);
       check(fwd_in_.decode(buf_.data(), n, view(x_, rows, layer_.in), at), "decode activations", s_);
       x = x_.data();
     }
     x_used_ = x;
-    layer_.forward(x, rows, y_.data());
+    {
+      cpu_scope c(compute_cpu_, CLOCK_PROCESS_CPUTIME_ID);
+      layer_.forward(x, rows, y_.data());
+    }
     if (!last_) send(t, fwd_out_, y_, rows, layer_.out, s_ + 1, tag_fwd, at, "encode activations");
     return y_.data();
   }
@@ -75,13 +103,20 @@ class stage {
       std::copy(dlogits, dlogits + size_t(rows) * layer_.out, dy_.begin());
     } else {
       const size_t n = t.recv(s_ + 1, tag_bwd, buf_.data(), buf_.size());
+      cpu_scope c(codec_cpu_, CLOCK_THREAD_CPUTIME_ID);
       check(bwd_in_.decode(buf_.data(), n, view(dy_, rows, layer_.out), at), "decode gradients", s_);
     }
-    layer_.backward(x_used_, y_.data(), dy_.data(), rows, s_ > 0 ? dx_.data() : nullptr);
+    {
+      cpu_scope c(compute_cpu_, CLOCK_PROCESS_CPUTIME_ID);
+      layer_.backward(x_used_, y_.data(), dy_.data(), rows, s_ > 0 ? dx_.data() : nullptr);
+    }
     if (s_ > 0) send(t, bwd_out_, dx_, rows, layer_.in, s_ - 1, tag_bwd, at, "encode gradients");
   }
 
-  void sgd(float lr, float momentum) { layer_.sgd(lr, momentum); }
+  void sgd(float lr, float momentum) {
+    cpu_scope c(compute_cpu_, CLOCK_PROCESS_CPUTIME_ID);
+    layer_.sgd(lr, momentum);
+  }
 
   void set_inference(pc::inference_mode m) {
     for (auto* e : endpoints()) e->set_inference(m);
@@ -92,11 +127,9 @@ class stage {
   // Encode and decode counters of this stage's side of its boundaries.
   const pc::host::endpoint_counters& fwd_sent() const { return fwd_out_.counters(); }
   const pc::host::endpoint_counters& bwd_sent() const { return bwd_out_.counters(); }
-  double codec_seconds() const {
-    double sec = 0;
-    for (auto* e : const_cast<stage*>(this)->endpoints()) sec += e->counters().seconds;
-    return sec;
-  }
+  // CPU seconds in encode/decode calls and in the layer's own work (training and inference).
+  double codec_cpu() const { return codec_cpu_; }
+  double compute_cpu() const { return compute_cpu_; }
 
  private:
   static pc::tensor_view view(std::vector<float>& v, int rows, int cols) {
@@ -105,7 +138,10 @@ class stage {
   void send(transport& t, pc::host::sender_endpoint& e, std::vector<float>& v, int rows, int cols, int to,
             int tag, const pc::step_info& at, const char* what) {
     size_t len = 0;
-    check(e.encode(view(v, rows, cols), at, buf_.data(), buf_.size(), &len), what, s_);
+    {
+      cpu_scope c(codec_cpu_, CLOCK_THREAD_CPUTIME_ID);
+      check(e.encode(view(v, rows, cols), at, buf_.data(), buf_.size(), &len), what, s_);
+    }
     t.send(to, tag, buf_.data(), len);
   }
   std::array<pc::host::detail::endpoint_base*, 4> endpoints() { return {&fwd_in_, &bwd_out_, &fwd_out_, &bwd_in_}; }
@@ -115,6 +151,7 @@ class stage {
   dense layer_;
   std::vector<float> x_, y_, dy_, dx_;
   const float* x_used_ = nullptr;
+  double codec_cpu_ = 0, compute_cpu_ = 0;
   std::vector<uint8_t> buf_;
   pc::host::receiver_endpoint fwd_in_, bwd_in_;
   pc::host::sender_endpoint fwd_out_, bwd_out_;
