@@ -8,7 +8,6 @@
 
 #include <time.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -119,10 +118,10 @@ class stage {
   }
 
   void set_inference(pc::inference_mode m) {
-    for (auto* e : endpoints()) e->set_inference(m);
-  }
-  void reset_counters() {
-    for (auto* e : endpoints()) e->reset_counters();
+    fwd_in_.set_inference(m);
+    bwd_in_.set_inference(m);
+    fwd_out_.set_inference(m);
+    bwd_out_.set_inference(m);
   }
   // Encode and decode counters of this stage's side of its boundaries.
   const pc::host::endpoint_counters& fwd_sent() const { return fwd_out_.counters(); }
@@ -144,7 +143,6 @@ class stage {
     }
     t.send(to, tag, buf_.data(), len);
   }
-  std::array<pc::host::detail::endpoint_base*, 4> endpoints() { return {&fwd_in_, &bwd_out_, &fwd_out_, &bwd_in_}; }
 
   int s_;
   bool last_;
