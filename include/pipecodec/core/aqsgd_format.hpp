@@ -14,7 +14,6 @@
 
 namespace pipecodec {
 
-constexpr uint8_t aqsgd_magic[4] = {'P', 'C', 'A', 'Q'};
 constexpr uint16_t aqsgd_format_version = 1;
 constexpr uint32_t aqsgd_header_bytes = 64;
 constexpr uint8_t aqsgd_row_warm = 0;
@@ -34,8 +33,11 @@ struct aqsgd_frame {
 
 namespace detail {
 
+// A function, not an array constant, so device code can read it.
+PIPECODEC_HD const char* aqsgd_magic() { return "PCAQ"; }
+
 PIPECODEC_HD void write_aqsgd_header(uint8_t* p, const aqsgd_frame& f) {
-  for (int i = 0; i < 4; ++i) p[i] = aqsgd_magic[i];
+  for (int i = 0; i < 4; ++i) p[i] = uint8_t(aqsgd_magic()[i]);
   put_u16(p + 4, aqsgd_format_version);
   put_u16(p + 6, uint16_t(aqsgd_header_bytes));
   put_u64(p + 8, 0);
@@ -56,7 +58,7 @@ PIPECODEC_HD status parse_aqsgd_frame(const void* msg, uint64_t len, aqsgd_frame
   if (p == nullptr) return status::invalid_argument;
   if (len < 4) return status::truncated;
   for (int i = 0; i < 4; ++i)
-    if (p[i] != aqsgd_magic[i]) return status::bad_magic;
+    if (p[i] != uint8_t(aqsgd_magic()[i])) return status::bad_magic;
   if (len < aqsgd_header_bytes) return status::truncated;
   if (get_u16(p + 4) != aqsgd_format_version) return status::unsupported_version;
   if (get_u16(p + 6) != aqsgd_header_bytes || get_u64(p + 8) != 0) return status::invalid_header;
@@ -66,9 +68,7 @@ PIPECODEC_HD status parse_aqsgd_frame(const void* msg, uint64_t len, aqsgd_frame
   f.warm_bytes = get_u64(p + 40);
   f.delta_bytes = get_u64(p + 48);
   f.total_bytes = get_u64(p + 56);
-  const shape all(f.rows, f.cols);
-  uint64_t n = 0;
-  if (f.cols == 0 || !all.count(n) || n > max_elements || f.warm_rows > f.rows)
+  if (f.cols == 0 || f.cols > max_elements || f.rows > max_elements / f.cols || f.warm_rows > f.rows)
     return status::invalid_header;
   // Bounding each size by max_elements-scale figures keeps the sums below 2^64.
   const uint64_t limit = uint64_t(1) << 60;
@@ -96,7 +96,7 @@ PIPECODEC_HD status parse_aqsgd_frame(const void* msg, uint64_t len, aqsgd_frame
     const status st = read_header(p + part_off[i], part_bytes[i], h);
     if (!ok(st)) return st;
     if (h.total_bytes != part_bytes[i]) return status::size_mismatch;
-    if (h.shp != shape(part_rows[i], f.cols)) return status::shape_mismatch;
+    if (h.shp.ndim != 2 || h.shp.rows != part_rows[i] || h.shp.cols != f.cols) return status::shape_mismatch;
     if ((h.flags & flag_sample_ids) == 0) return status::id_mismatch;
     if (ids_section_bytes(h) > h.total_bytes - header_bytes) return status::size_mismatch;
     if (!sample_ids_padding_zero(sample_ids_section(p + part_off[i], h), h))

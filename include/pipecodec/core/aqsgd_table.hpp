@@ -10,8 +10,7 @@
 // It is host memory: a device backend looks slots up on the host and ships slot indices.
 #pragma once
 
-#include "config.hpp"
-#include "status.hpp"
+#include "format.hpp"
 
 namespace pipecodec {
 
@@ -76,20 +75,28 @@ struct aqsgd_table {
     return slot;
   }
 
-  // Refills the buckets from ids[0..n) (slot i for ids[i]), leaving ids_by_slot and count
-  // alone; false at the first duplicate id. Inserting in slot order places every id in the
-  // bucket insert_new would have, so rebuilding from a table's own ids reproduces it exactly.
-  PIPECODEC_HD bool rebuild_buckets(const uint64_t* ids, uint64_t n) const {
+  // Refills the buckets from n little-endian u64 ids (slot i for id i), leaving ids_by_slot
+  // and count alone; false at the first duplicate id. Inserting in slot order places every
+  // id in the bucket insert_new would have, so rebuilding from a table's own ids reproduces
+  // it exactly (restore uses that to undo a rejected checkpoint).
+  PIPECODEC_HD bool rebuild_buckets(const uint8_t* ids_le, uint64_t n) const {
     const uint64_t mask = buckets() - 1;
     memset(keys(), 0, 16 * buckets());
     for (uint64_t i = 0; i < n; ++i) {
-      uint64_t b = detail::mix_id(ids[i]) & mask;
+      const uint64_t id = detail::get_u64(ids_le + 8 * i);
+      uint64_t b = detail::mix_id(id) & mask;
       for (; slots1()[b] != 0; b = (b + 1) & mask)
-        if (keys()[b] == ids[i]) return false;
-      keys()[b] = ids[i];
+        if (keys()[b] == id) return false;
+      keys()[b] = id;
       slots1()[b] = i + 1;
     }
     return true;
+  }
+
+  // After rebuild_buckets succeeded for the same ids: sets ids_by_slot and count.
+  PIPECODEC_HD void assign_ids(const uint8_t* ids_le, uint64_t n) const {
+    for (uint64_t i = 0; i < capacity(); ++i) words[4 + i] = i < n ? detail::get_u64(ids_le + 8 * i) : 0;
+    words[0] = n;
   }
 };
 

@@ -234,7 +234,9 @@ inline status aqsgd_encode(const aqsgd_config& c, const aqsgd_store& s, const ui
   aqsgd_ws w;
   st = split_aqsgd_ws(c, rows, workspace, workspace_size, w);
   if (!ok(st)) return st;
-  if (overlaps(workspace, workspace_size, message, capacity)) return status::aliasing;
+  if (overlaps(workspace, workspace_size, message, capacity) ||
+      overlaps(s.rows.data, aqsgd_rows_bytes(c), message, capacity))
+    return status::aliasing;
   uint64_t unseen = 0;
   st = plan_rows(s, ids, rows, w.ids, w.slots, unseen);
   if (!ok(st)) return st;
