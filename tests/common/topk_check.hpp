@@ -51,14 +51,7 @@ inline std::vector<std::vector<uint64_t>> positions_of(const std::vector<uint8_t
 }
 
 inline std::vector<uint8_t> workspace_for(const spec& s, shape shp) {
-  std::vector<uint8_t> ws(workspace_bytes(s, shp) + 16);
-  return ws;
-}
-
-// 16-byte aligned pointer into a vector made by workspace_for.
-inline void* aligned(std::vector<uint8_t>& ws) {
-  const auto a = reinterpret_cast<uintptr_t>(ws.data());
-  return ws.data() + ((16 - a % 16) % 16);
+  return std::vector<uint8_t>(workspace_bytes(s, shp));
 }
 
 inline std::vector<uint8_t> encode(const spec& s, const void* in, dtype t, shape shp, uint64_t seed = 0) {
@@ -67,7 +60,7 @@ inline std::vector<uint8_t> encode(const spec& s, const void* in, dtype t, shape
   auto ws = workspace_for(s, shp);
   size_t written = 0;
   const status st = host::encode(s, const_tensor_view{in, t, shp}, payload.data(), payload.size(),
-                                 aligned(ws), workspace_bytes(s, shp), seed, &written);
+                                 ws.data(), ws.size(), seed, &written);
   REQUIRE_MESSAGE(ok(st), to_string(st));
   REQUIRE(written == payload.size());
   return payload;

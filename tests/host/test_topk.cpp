@@ -246,3 +246,30 @@ TEST_CASE("spec strings for topk and randk round-trip and encode") {
     CHECK(workspace_bytes(s, shape(4, 64)) > 0);
   }
 }
+
+TEST_CASE("encode arguments: workspace of any alignment, too small, capacity, aliasing") {
+  const shape shp(4, 300);
+  const auto x = testdata::activations(shp.size(), 12);
+  spec s = testk::topk_spec(0.1, 0, topk_scope::row, index_layout::automatic, value_kind::quant);
+  const size_t cap = encoded_bytes(s, shp), wsb = workspace_bytes(s, shp);
+  const auto want = testk::encode(s, x.data(), dtype::f32, shp);
+  std::vector<uint8_t> ws(wsb + 8), payload(cap);
+  const const_tensor_view in{x.data(), dtype::f32, shp};
+  for (size_t off = 1; off < 8; off += 3) {  // misaligned workspaces give the same bytes
+    std::fill(payload.begin(), payload.end(), 0xAB);
+    REQUIRE(ok(host::encode(s, in, payload.data(), cap, ws.data() + off, wsb)));
+    CHECK(payload == want);
+  }
+  CHECK(host::encode(s, in, payload.data(), cap, ws.data(), wsb - 1) == status::workspace_too_small);
+  CHECK(host::encode(s, in, payload.data(), cap - 1, ws.data(), wsb) == status::buffer_too_small);
+  CHECK(host::encode(s, in, payload.data(), cap, payload.data(), wsb) == status::aliasing);
+  CHECK(host::encode(s, const_tensor_view{nullptr, dtype::f32, shp}, payload.data(), cap, ws.data(), wsb) ==
+        status::invalid_argument);
+  spec bad = s;
+  bad.topk.ratio = 2.0;
+  CHECK(host::encode(bad, in, payload.data(), cap, ws.data(), wsb) == status::invalid_spec);
+  bad = s;
+  bad.topk.index = index_layout::u16;
+  CHECK(host::encode(bad, const_tensor_view{x.data(), dtype::f32, shape(1, 70000)}, payload.data(), cap, ws.data(),
+                     wsb) == status::invalid_shape);
+}

@@ -69,6 +69,35 @@ TEST_CASE("radix select agrees with a sort on every path") {
   }
 }
 
+TEST_CASE("large units: the sampled guess of the first digit never changes the result") {
+  // m >= 131072 enables the host's sampled shortcut; data whose sample misleads it
+  // (sorted keys, a spike outside the sampled runs) and small buffers force every fallback.
+  uint64_t rng = 5;
+  for (int trial = 0; trial < 24; ++trial) {
+    const uint64_t m = 131072 + testdata::splitmix(rng) % 70000;
+    auto keys = make_keys(trial % 6, m, trial);
+    if (trial % 4 == 1) std::sort(keys.begin(), keys.end());
+    if (trial % 4 == 2)
+      for (uint64_t i = 0; i < m; ++i) keys[i] = (i / 64) % 64 == 63 ? 0x7F000000u + uint32_t(i) : keys[i] >> 4;
+    const uint64_t ks[4] = {1, m / 1000 + 1, m / 100, m / 10};
+    for (uint64_t k : ks) {
+      for (uint64_t cap : {m / 4, m / 200, uint64_t(0)}) {
+        CAPTURE(trial);
+        CAPTURE(m);
+        CAPTURE(k);
+        CAPTURE(cap);
+        std::vector<uint32_t> cand(cap + 1, 0xDEADBEEFu);
+        auto key = [&](uint64_t i) { return keys[i]; };
+        const auto t = host::detail::radix_select(key, m, k, cand.data(), cap);
+        CHECK(cand[cap] == 0xDEADBEEFu);
+        std::vector<uint64_t> got;
+        host::detail::compact_kept(key, m, t, [&](uint64_t, uint64_t i) { got.push_back(i); });
+        REQUIRE(got == sort_select(keys, k));
+      }
+    }
+  }
+}
+
 TEST_CASE("early exit: a bucket kept whole stops the passes with a shorter mask") {
   // Two distinct top digits; k equals the count of the larger one.
   std::vector<uint32_t> keys(100, 1u << 21);

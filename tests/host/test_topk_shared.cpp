@@ -27,7 +27,7 @@ struct pair_setup {
     auto ws = testk::workspace_for(s, gs);
     size_t written = 0;
     const status st = host::encode_shared(s, const_tensor_view{grad.data(), dtype::f32, gs}, m.data(), m.size(),
-                                          out.data(), out.size(), testk::aligned(ws), workspace_bytes(s, gs), 0,
+                                          out.data(), out.size(), ws.data(), ws.size(), 0,
                                           &written);
     if (ok(st)) REQUIRE(written == out.size());
     return st;
@@ -112,6 +112,6 @@ TEST_CASE("shared mask: mismatched or unusable masks are refused, outputs untouc
   std::vector<uint8_t> pl(encoded_bytes(p.bwd, p.shp));
   auto ws = testk::workspace_for(p.bwd, p.shp);
   CHECK(host::encode(p.bwd, const_tensor_view{p.grad.data(), dtype::f32, p.shp}, pl.data(), pl.size(),
-                     testk::aligned(ws), workspace_bytes(p.bwd, p.shp)) == status::invalid_argument);
+                     ws.data(), ws.size()) == status::invalid_argument);
   CHECK(untouched());
 }

@@ -73,7 +73,7 @@ PIPECODEC_HD uint64_t ids_section_bytes(const header& h) {
 
 PIPECODEC_HD void write_header(uint8_t* p, const header& h) {
   using namespace detail;
-  for (int i = 0; i < 4; ++i) p[off_magic + i] = format_magic[i];
+  for (int i = 0; i < 4; ++i) p[off_magic + i] = uint8_t("PCDC"[i]);  // format_magic (device-usable)
   put_u16(p + off_version, h.version);
   p[off_codec] = uint8_t(h.codec);
   p[off_flags] = h.flags;
@@ -94,7 +94,7 @@ PIPECODEC_HD status read_header(const uint8_t* p, uint64_t len, header& h) {
   if (p == nullptr) return status::invalid_argument;
   if (len < 4) return status::truncated;
   for (int i = 0; i < 4; ++i)
-    if (p[off_magic + i] != format_magic[i]) return status::bad_magic;
+    if (p[off_magic + i] != uint8_t("PCDC"[i])) return status::bad_magic;
   if (len < header_bytes) return status::truncated;
   h.version = get_u16(p + off_version);
   if (h.version != format_version) return status::unsupported_version;

@@ -87,7 +87,8 @@ PIPECODEC_HD float round_scale(double s, dtype scale_dtype, bool up) {
   if (scale_dtype == dtype::f32) {
     uint32_t u = bit_cast<uint32_t>(up ? ceil_to_f32(s) : floor_to_f32(s));
     u = up ? (u + 0xFFu) & ~0xFFu : u & ~0xFFu;
-    return bit_cast<float>(u < scale_f32_max_bits ? u : scale_f32_max_bits);
+    const uint32_t cap = scale_f32_max_bits;  // a copy: device code cannot odr-use the constant
+    return bit_cast<float>(u < cap ? u : cap);
   }
   const float f = up ? ceil_to_f32(s) : floor_to_f32(s);
   if (!(f < f16_max)) return f16_max;

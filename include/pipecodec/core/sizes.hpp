@@ -31,8 +31,8 @@ inline size_t encoded_bytes(const spec& s, const shape& shp) {
 }
 
 // Scratch memory an encode or decode needs, the same figure for both backends so one
-// allocation serves either (16-byte aligned). Quantization and plain need none; TopK and
-// RandK need the regions of core/topk_layout.hpp (topk_workspace).
+// allocation serves either (any alignment: backends align it up to 16). Quantization and
+// plain need none on the host; TopK and RandK use the regions of core/topk_layout.hpp.
 inline size_t workspace_bytes(const spec& s, const shape& shp) {
   switch (s.codec) {
     case codec_id::quant:
@@ -42,7 +42,7 @@ inline size_t workspace_bytes(const spec& s, const shape& shp) {
       detail::topk_desc d;
       detail::topk_layout L;
       if (!ok(detail::resolve_topk(s, shp, 0, d)) || !detail::make_topk_layout(d, shp, L)) return 0;
-      return size_t(detail::make_topk_workspace(d, L).total);
+      return size_t(detail::workspace_request(detail::make_topk_workspace(d, L).used));
     }
   }
   return 0;

@@ -24,7 +24,7 @@ PIPECODEC_HD constexpr uint32_t topk_digit_mask(uint32_t p) { return p == 2 ? 0x
 
 PIPECODEC_HD uint32_t magnitude_key(float x) {
   const uint32_t a = bit_cast<uint32_t>(x) & 0x7FFFFFFFu;
-  return a > topk_nan_key ? topk_nan_key : a;
+  return a > topk_nan_key ? uint32_t(topk_nan_key) : a;  // a prvalue: no odr-use on the device
 }
 
 PIPECODEC_HD uint32_t randk_key_from_word(uint32_t w) { return ~w; }

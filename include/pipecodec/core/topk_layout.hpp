@@ -22,6 +22,7 @@
 #pragma once
 
 #include "quant_layout.hpp"
+#include "workspace.hpp"
 
 namespace pipecodec::detail {
 
@@ -109,7 +110,12 @@ struct topk_layout {
 
 // Shape of the kept-values tensor (what value quantization sees).
 PIPECODEC_HD shape topk_values_shape(const topk_desc& d, uint64_t units) {
-  return d.scope == topk_scope::row ? shape(units, d.k) : shape(units * d.k);
+  shape v;  // set field by field: shape's constructors are host-only constexpr
+  const bool row = d.scope == topk_scope::row;
+  v.rows = row ? units : 1;
+  v.cols = row ? d.k : units * d.k;
+  v.ndim = row ? 2 : 1;
+  return v;
 }
 
 PIPECODEC_HD bool has_index_section(const topk_desc& d) {
@@ -146,27 +152,30 @@ PIPECODEC_HD bool make_topk_layout(const topk_desc& d, const shape& s, topk_layo
   return true;
 }
 
-// Scratch for an encode (and a RandK decode), one figure for both backends:
+// Scratch for an encode (and a RandK decode), one figure for both backends, laid out after
+// the status area every workspace starts with (core/workspace.hpp; the pointer is first
+// aligned up to 16):
 //   candidate keys  4 * (unit_len / 4) u32 per unit, when positions are selected
 //                   (a unit whose candidates do not fit re-reads its keys instead)
 //   kept values     4 * kept, fp32, when values are quantized (gathered, then quantized)
 //   state           16 bytes per unit + 16 KiB: selection state of the CUDA path
 //                   (per-unit thresholds, global histograms); unused by the host
-// each region 16-byte aligned.
+// each region 16-byte aligned; workspace_bytes() = workspace_request(used).
 struct topk_workspace {
   uint64_t cand_offset = 0;
   uint64_t values_offset = 0;
   uint64_t state_offset = 0;
-  uint64_t total = 0;
+  uint64_t used = 0;
 };
 
 PIPECODEC_HD bool selects_positions(const topk_desc& d) { return d.codec == codec_id::randk || !d.shared_mask; }
 
 PIPECODEC_HD topk_workspace make_topk_workspace(const topk_desc& d, const topk_layout& L) {
   topk_workspace w;
-  w.values_offset = selects_positions(d) ? align16(4 * L.units * (L.unit_len / 4)) : 0;
+  w.cand_offset = workspace_status_bytes;
+  w.values_offset = w.cand_offset + (selects_positions(d) ? align16(4 * L.units * (L.unit_len / 4)) : 0);
   w.state_offset = w.values_offset + (d.values == value_kind::quant ? align16(4 * L.kept) : 0);
-  w.total = w.state_offset + align16(16 * L.units) + 16384;
+  w.used = w.state_offset + align16(16 * L.units) + 16384;
   return w;
 }
 

@@ -3,8 +3,6 @@
 // from a paired TopK payload.
 #pragma once
 
-#include <algorithm>
-
 #include "overlap.hpp"
 #include "quant.hpp"
 #include "topk_read.hpp"
@@ -52,6 +50,11 @@ inline void for_each_selected(const topk_desc& d, const topk_layout& L, const vo
   }
 }
 
+inline uint8_t* align16_ptr(void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  return static_cast<uint8_t*>(p) + ((workspace_align - a % workspace_align) % workspace_align);
+}
+
 inline float unbiased_scale(const topk_layout& L) {
   return L.k ? float(ddiv_rn(double(L.unit_len), double(L.k))) : 1.0F;
 }
@@ -63,10 +66,10 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const topk
   const topk_workspace W = make_topk_workspace(d, L);
   if (payload == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
   if (capacity < L.total) return status::buffer_too_small;
-  if (ws_size < W.total) return status::workspace_too_small;
-  if (ws == nullptr || reinterpret_cast<uintptr_t>(ws) % 16 != 0) return status::misaligned;
+  if (ws_size < workspace_request(W.used)) return status::workspace_too_small;
+  if (ws == nullptr) return status::invalid_argument;
   if (overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total) ||
-      overlaps(ws, W.total, payload, L.total) || overlaps(ws, W.total, in.data, L.n * dtype_bytes(in.type)))
+      overlaps(ws, ws_size, payload, L.total) || overlaps(ws, ws_size, in.data, L.n * dtype_bytes(in.type)))
     return status::aliasing;
 
   uint8_t* p = static_cast<uint8_t*>(payload);
@@ -79,7 +82,7 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const topk
   write_header(p, h);
   memset(p + header_bytes, 0, L.total - header_bytes);  // padding and bitmap start at zero
 
-  uint8_t* wsb = static_cast<uint8_t*>(ws);
+  uint8_t* wsb = align16_ptr(ws);
   uint32_t* cand = reinterpret_cast<uint32_t*>(wsb + W.cand_offset);
   float* gathered = reinterpret_cast<float*>(wsb + W.values_offset);
   uint8_t* idx = p + L.index_offset;
@@ -177,8 +180,11 @@ inline status scatter(const topk_payload& tp, const topk_payload* mask, tensor_v
                       size_t ws_size) {
   const topk_layout& L = tp.layout;
   if (!Accumulate && L.n > 0) memset(out.data, 0, L.n * dtype_bytes(out.type));
-  uint32_t* cand = reinterpret_cast<uint32_t*>(ws);
-  const uint64_t cap = ws ? std::min<uint64_t>(select_cand_cap(L.unit_len), ws_size / 4) : 0;
+  // A full-size workspace lends its candidate region; without one the selection re-reads keys.
+  const topk_workspace W = make_topk_workspace(tp.desc, L);
+  const bool lent = ws != nullptr && ws_size >= workspace_request(W.used);
+  uint32_t* cand = lent ? reinterpret_cast<uint32_t*>(align16_ptr(ws) + W.cand_offset) : nullptr;
+  const uint64_t cap = lent ? select_cand_cap(L.unit_len) : 0;
   return dispatch_dtype(out.type, [&](auto oc) {
     constexpr dtype O = decltype(oc)::value;
     return with_values(tp, [&](auto reader) {
@@ -200,7 +206,6 @@ inline status check_output(const topk_payload& tp, const void* payload, tensor_v
                            size_t ws_size) {
   if (tp.hdr.shp != out.shp) return status::shape_mismatch;
   if (out.data == nullptr && tp.layout.n > 0) return status::invalid_argument;
-  if (ws != nullptr && reinterpret_cast<uintptr_t>(ws) % 16 != 0) return status::misaligned;
   const uint64_t out_bytes = tp.layout.n * dtype_bytes(out.type);
   if (overlaps(out.data, out_bytes, payload, tp.hdr.total_bytes) || overlaps(out.data, out_bytes, ws, ws_size))
     return status::aliasing;

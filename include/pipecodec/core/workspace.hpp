@@ -1,0 +1,44 @@
+// Workspace layout: one figure serves both backends (the host backend uses none of it).
+// The CUDA backend aligns the caller's pointer up to 16 bytes, then uses
+//   [status area: device-side status word, codec, parsed header]
+//   [quantization, large groups only: partial statistics per tile | parameters per group]
+// Groups of more than quant_resident_chunks chunks are encoded in three passes: statistics
+// of tiles of quant_tile_chunks chunks, one reduction per group, then quantization.
+#pragma once
+
+#include "quant_layout.hpp"
+#include "quant_math.hpp"
+
+namespace pipecodec::detail {
+
+constexpr uint64_t workspace_align = 16;
+constexpr uint64_t workspace_status_bytes = 256;  // status word, codec, parsed payload header
+constexpr uint64_t quant_resident_chunks = 8;    // one warp holds a whole group in registers
+constexpr uint64_t quant_tile_chunks = 64;       // chunks per warp tile of a large group
+
+struct quant_workspace {
+  bool tiled = false;             // the three-pass path for large groups
+  uint64_t tiles_per_group = 0;
+  uint64_t tiles = 0;
+  uint64_t partials_offset = 0;   // group_stats per tile
+  uint64_t params_offset = 0;     // group_params per group
+  uint64_t used = 0;              // bytes used after the pointer is aligned
+};
+
+PIPECODEC_HD quant_workspace make_quant_workspace(const quant_layout& L) {
+  quant_workspace w;
+  w.tiled = L.chunks_per_group > quant_resident_chunks;
+  if (w.tiled) {
+    w.tiles_per_group = ceil_div(L.chunks_per_group, quant_tile_chunks);
+    w.tiles = L.groups * w.tiles_per_group;
+  }
+  w.partials_offset = workspace_status_bytes;
+  w.params_offset = w.partials_offset + align16(w.tiles * sizeof(group_stats));
+  w.used = w.params_offset + (w.tiled ? L.groups * sizeof(group_params) : 0);
+  return w;
+}
+
+// Bytes a caller provides for `used` bytes: room to align any pointer up to 16.
+PIPECODEC_HD uint64_t workspace_request(uint64_t used) { return used + workspace_align - 1; }
+
+}  // namespace pipecodec::detail

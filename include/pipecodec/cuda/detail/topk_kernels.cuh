@@ -1,0 +1,83 @@
+// Kernels of the CUDA TopK / RandK encoder: the header written from a by-value copy, and one
+// block per unit that selects (detail/topk_select.cuh) and writes positions and values.
+#pragma once
+
+#include "../../core/topk_format.hpp"
+#include "topk_select.cuh"
+
+namespace pipecodec::cuda::detail {
+
+struct header_bytes64 {
+  uint8_t b[header_bytes];
+};
+
+__global__ void write_header_kernel(uint8_t* payload, header_bytes64 h) {
+  if (threadIdx.x < header_bytes) payload[threadIdx.x] = h.b[threadIdx.x];
+}
+
+template <dtype T>
+struct device_magnitude_keys {
+  const void* x;
+  uint64_t base;
+  __device__ uint32_t operator()(uint64_t i) const { return magnitude_key(load<T>(x, base + i)); }
+};
+
+struct device_randk_keys {
+  uint64_t seed, base;
+  __device__ uint32_t operator()(uint64_t i) const { return randk_key(seed, base + i); }
+};
+
+// Everything a unit's block needs, by value.
+struct topk_encode_args {
+  topk_desc d;
+  topk_layout L;
+  const void* in;
+  uint8_t* payload;   // 16-byte aligned
+  uint32_t* cand;     // candidate region of the workspace
+  float scale;        // unbiased RandK factor, else 1
+};
+
+// Writes position i (rank j) of unit u: its index entry and its value.
+template <dtype T>
+__device__ void emit_kept(const topk_encode_args& a, uint64_t u, uint64_t j, uint64_t i) {
+  const uint64_t e = u * a.L.k + j, pos = u * a.L.unit_len + i;
+  uint8_t* idx = a.payload + a.L.index_offset;
+  switch (a.d.index) {
+    case index_layout::u32: reinterpret_cast<uint32_t*>(idx)[e] = uint32_t(i); break;
+    case index_layout::u16: reinterpret_cast<uint16_t*>(idx)[e] = uint16_t(i); break;
+    case index_layout::bitmap: atomicOr(reinterpret_cast<unsigned int*>(idx) + pos / 32, 1u << (pos % 32)); break;
+    default: break;
+  }
+  float v = load<T>(a.in, pos);
+  if (a.d.unbiased) v = mul_rn(v, a.scale);
+  uint8_t* vals = a.payload + a.L.values_offset;
+  switch (a.d.values) {
+    case value_kind::f32: reinterpret_cast<float*>(vals)[e] = v; break;
+    case value_kind::f16: reinterpret_cast<uint16_t*>(vals)[e] = f32_to_f16(v); break;
+    case value_kind::bf16: reinterpret_cast<uint16_t*>(vals)[e] = f32_to_bf16(v); break;
+    default: break;  // quantized values are refused on the host side
+  }
+}
+
+template <dtype T, bool RandK>
+__global__ void __launch_bounds__(topk_threads) topk_encode_kernel(topk_encode_args a) {
+  // Raw bytes: topk_threshold's member initialisers would make a __shared__ object dynamic.
+  __shared__ alignas(16) unsigned char raw[sizeof(topk_block_storage)];
+  topk_block_storage& s = *reinterpret_cast<topk_block_storage*>(raw);
+  const uint64_t m = a.L.unit_len, cap = m / 4;
+  for (uint64_t u = blockIdx.x; u < a.L.units; u += gridDim.x) {
+    uint32_t* cand = a.cand + u * cap;
+    auto run = [&](const auto& key) {
+      block_radix_select(key, m, a.L.k, cand, cap, s);
+      const topk_threshold t = s.t;
+      block_compact(key, m, t, s, [&](uint64_t j, uint64_t i) { emit_kept<T>(a, u, j, i); });
+    };
+    if constexpr (RandK)
+      run(device_randk_keys{a.d.seed, u * m});
+    else
+      run(device_magnitude_keys<T>{a.in, u * m});
+    __syncthreads();
+  }
+}
+
+}  // namespace pipecodec::cuda::detail
