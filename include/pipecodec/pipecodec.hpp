@@ -14,4 +14,6 @@
 #include "host/codec.hpp"
 #include "host/ef.hpp"
 #include "host/ef21.hpp"
+#include "policy/endpoint.hpp"
+#include "policy/policy_parse.hpp"
 #include "policy/spec_string.hpp"

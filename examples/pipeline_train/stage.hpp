@@ -1,0 +1,158 @@
+// One pipeline stage: its layer, the endpoints of the boundaries it touches and the buffers
+// of one step. Stage s receives activations over boundary s-1 and sends its own over boundary
+// s; gradients travel the other way. Every tensor that crosses a boundary is encoded into
+// bytes, moved by the transport and decoded, in-process too.
+#pragma once
+
+#include <pipecodec/policy/endpoint.hpp>
+
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "dense.hpp"
+#include "transport.hpp"
+
+namespace train {
+
+namespace pc = pipecodec;
+
+inline void check(pc::status st, const char* what, int stage) {
+  if (!pc::ok(st)) {
+    std::fprintf(stderr, "pipeline_train: stage %d: %s: %s\n", stage, what, pc::to_string(st));
+    std::exit(1);
+  }
+}
+
+// CPU seconds of a clock: the codec's share is measured in CPU time, which stays meaningful
+// on a shared machine where wall time depends on the other processes.
+inline double cpu_seconds(clockid_t c) {
+  timespec ts{};
+  clock_gettime(c, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Adds the CPU time of its scope to `acc`. Codec calls run on the calling thread (thread
+// clock); BLAS calls may use helper threads (process clock).
+class cpu_scope {
+ public:
+  cpu_scope(double& acc, clockid_t c) : acc_(acc), c_(c), t0_(cpu_seconds(c)) {}
+  ~cpu_scope() { acc_ += cpu_seconds(c_) - t0_; }
+
+ private:
+  double& acc_;
+  clockid_t c_;
+  double t0_;
+};
+
+class stage {
+ public:
+  // Stage s of `stages`, a layer in -> out, batches of at most `batch` rows; `samples` sizes
+  // the AQ-SGD stores (one slot per training sample).
+  stage(int s, int stages, int in, int out, int batch, const pc::policy& pol, uint64_t samples, uint64_t seed)
+      : s_(s), last_(s == stages - 1), layer_(in, out, !last_, seed + uint64_t(s)) {
+    x_.resize(size_t(batch) * in);
+    y_.resize(size_t(batch) * out);
+    dy_.resize(size_t(batch) * out);
+    dx_.resize(size_t(batch) * in);
+    auto opts = [&](int cols) {
+      pc::host::endpoint_options o;
+      o.max_shape = pc::shape(uint64_t(batch), uint64_t(cols));
+      o.samples = samples;
+      return o;
+    };
+    size_t cap = 0;
+    if (s > 0) {  // boundary s-1: receive activations, send gradients
+      check(fwd_in_.init(pol, uint32_t(s - 1), pc::direction::fwd, opts(in)), "fwd receiver", s);
+      check(bwd_out_.init(pol, uint32_t(s - 1), pc::direction::bwd, opts(in)), "bwd sender", s);
+      cap = std::max({cap, fwd_in_.encoded_bytes(), bwd_out_.encoded_bytes()});
+    }
+    if (!last_) {  // boundary s: send activations, receive gradients
+      check(fwd_out_.init(pol, uint32_t(s), pc::direction::fwd, opts(out)), "fwd sender", s);
+      check(bwd_in_.init(pol, uint32_t(s), pc::direction::bwd, opts(out)), "bwd receiver", s);
+      cap = std::max({cap, fwd_out_.encoded_bytes(), bwd_in_.encoded_bytes()});
+    }
+    buf_.resize(cap);
+  }
+
+  // Forward pass of `rows` rows; stage 0 reads `input`. Returns the output (logits on the
+  // last stage).
+  const float* forward(transport& t, const float* input, int rows, const pc::step_info& at) {
+    const float* x = input;
+    if (s_ > 0) {
+      const size_t n = t.recv(s_ - 1, tag_fwd, buf_.data(), buf_.size());
+      cpu_scope c(codec_cpu_, CLOCK_THREAD_CPUTIME_ID);
+      check(fwd_in_.decode(buf_.data(), n, view(x_, rows, layer_.in), at), "decode activations", s_);
+      x = x_.data();
+    }
+    x_used_ = x;
+    {
+      cpu_scope c(compute_cpu_, CLOCK_PROCESS_CPUTIME_ID);
+      layer_.forward(x, rows, y_.data());
+    }
+    if (!last_) send(t, fwd_out_, y_, rows, layer_.out, s_ + 1, tag_fwd, at, "encode activations");
+    return y_.data();
+  }
+
+  // Backward pass; the last stage takes dL/dlogits, the others receive their output gradient.
+  void backward(transport& t, const float* dlogits, int rows, const pc::step_info& at) {
+    if (last_) {
+      std::copy(dlogits, dlogits + size_t(rows) * layer_.out, dy_.begin());
+    } else {
+      const size_t n = t.recv(s_ + 1, tag_bwd, buf_.data(), buf_.size());
+      cpu_scope c(codec_cpu_, CLOCK_THREAD_CPUTIME_ID);
+      check(bwd_in_.decode(buf_.data(), n, view(dy_, rows, layer_.out), at), "decode gradients", s_);
+    }
+    {
+      cpu_scope c(compute_cpu_, CLOCK_PROCESS_CPUTIME_ID);
+      layer_.backward(x_used_, y_.data(), dy_.data(), rows, s_ > 0 ? dx_.data() : nullptr);
+    }
+    if (s_ > 0) send(t, bwd_out_, dx_, rows, layer_.in, s_ - 1, tag_bwd, at, "encode gradients");
+  }
+
+  void sgd(float lr, float momentum) {
+    cpu_scope c(compute_cpu_, CLOCK_PROCESS_CPUTIME_ID);
+    layer_.sgd(lr, momentum);
+  }
+
+  void set_inference(pc::inference_mode m) {
+    fwd_in_.set_inference(m);
+    bwd_in_.set_inference(m);
+    fwd_out_.set_inference(m);
+    bwd_out_.set_inference(m);
+  }
+  // Encode and decode counters of this stage's side of its boundaries.
+  const pc::host::endpoint_counters& fwd_sent() const { return fwd_out_.counters(); }
+  const pc::host::endpoint_counters& bwd_sent() const { return bwd_out_.counters(); }
+  // CPU seconds in encode/decode calls and in the layer's own work (training and inference).
+  double codec_cpu() const { return codec_cpu_; }
+  double compute_cpu() const { return compute_cpu_; }
+
+ private:
+  static pc::tensor_view view(std::vector<float>& v, int rows, int cols) {
+    return pc::tensor_view{v.data(), pc::dtype::f32, pc::shape(uint64_t(rows), uint64_t(cols))};
+  }
+  void send(transport& t, pc::host::sender_endpoint& e, std::vector<float>& v, int rows, int cols, int to,
+            int tag, const pc::step_info& at, const char* what) {
+    size_t len = 0;
+    {
+      cpu_scope c(codec_cpu_, CLOCK_THREAD_CPUTIME_ID);
+      check(e.encode(view(v, rows, cols), at, buf_.data(), buf_.size(), &len), what, s_);
+    }
+    t.send(to, tag, buf_.data(), len);
+  }
+
+  int s_;
+  bool last_;
+  dense layer_;
+  std::vector<float> x_, y_, dy_, dx_;
+  const float* x_used_ = nullptr;
+  double codec_cpu_ = 0, compute_cpu_ = 0;
+  std::vector<uint8_t> buf_;
+  pc::host::receiver_endpoint fwd_in_, bwd_in_;
+  pc::host::sender_endpoint fwd_out_, bwd_out_;
+};
+
+}  // namespace train

@@ -1,0 +1,251 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "../common/data.hpp"
+#include "pipecodec/policy/endpoint.hpp"
+#include "pipecodec/policy/policy_parse.hpp"
+
+using namespace pipecodec;
+
+namespace {
+
+policy parse(const char* text) {
+  policy p;
+  std::string err;
+  REQUIRE_MESSAGE(ok(parse_policy(text, p, &err)), err);
+  return p;
+}
+
+// A sender/receiver pair for one boundary and direction, moving payloads through a buffer.
+struct link {
+  host::sender_endpoint tx;
+  host::receiver_endpoint rx;
+  std::vector<uint8_t> wire;
+  size_t len = 0;
+  shape shp;
+
+  link(const policy& p, uint32_t boundary, direction d, shape s, uint64_t samples = 0) : shp(s) {
+    host::endpoint_options o;
+    o.max_shape = s;
+    o.samples = samples;
+    REQUIRE(ok(tx.init(p, boundary, d, o)));
+    REQUIRE(ok(rx.init(p, boundary, d, o)));
+    REQUIRE(tx.encoded_bytes() == rx.encoded_bytes());
+    wire.resize(tx.encoded_bytes());
+  }
+  status send(const std::vector<float>& x, const step_info& at) {
+    return tx.encode({x.data(), dtype::f32, shp}, at, wire.data(), wire.size(), &len);
+  }
+  std::vector<float> roundtrip(const std::vector<float>& x, const step_info& at) {
+    REQUIRE(ok(send(x, at)));
+    std::vector<float> out(x.size());
+    REQUIRE(ok(rx.decode(wire.data(), len, {out.data(), dtype::f32, shp}, at)));
+    return out;
+  }
+  codec_id wire_codec() const {
+    header h;
+    REQUIRE(ok(read_header(wire.data(), len, h)));
+    return h.codec;
+  }
+};
+
+double max_abs_err(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::fmax(m, std::fabs(double(a[i]) - b[i]));
+  return m;
+}
+
+step_info training(uint64_t step, uint64_t epoch = 0, const uint64_t* ids = nullptr) {
+  step_info at;
+  at.step = step;
+  at.epoch = epoch;
+  at.sample_ids = ids;
+  return at;
+}
+
+}  // namespace
+
+TEST_CASE("endpoint: the policy of the boundary and direction is applied, counters add up") {
+  const policy p = parse("fwd=quant:bits=4; bwd=quant:bits=8; b1.fwd=quant:bits=2");
+  const shape s(8, 256);
+  const auto x = testdata::activations(s.size(), 3);
+  link b0(p, 0, direction::fwd, s), b1(p, 1, direction::fwd, s), bw(p, 1, direction::bwd, s);
+  const auto y0 = b0.roundtrip(x, training(0));
+  const auto y1 = b1.roundtrip(x, training(0));
+  const auto yb = bw.roundtrip(x, training(0));
+  CHECK(b0.len == encoded_bytes(p.at(0).fwd.codec, s));
+  CHECK(b1.len == encoded_bytes(p.at(1).fwd.codec, s));
+  CHECK(b1.len < b0.len);
+  CHECK(bw.len > b0.len);
+  CHECK(max_abs_err(x, yb) < max_abs_err(x, y0));
+  CHECK(max_abs_err(x, y0) < max_abs_err(x, y1));
+  b0.roundtrip(x, training(1));
+  const auto& c = b0.tx.counters();
+  CHECK(c.calls == 2);
+  CHECK(c.elements == 2 * s.size());
+  CHECK(c.bytes_in == 2 * 4 * s.size());
+  CHECK(c.bytes_out == 2 * b0.len);
+  CHECK(b0.rx.counters().bytes_in == c.bytes_out);
+  CHECK(b0.rx.counters().bytes_out == c.bytes_in);
+  CHECK(c.seconds >= 0);
+  b0.tx.reset_counters();
+  CHECK(b0.tx.counters().calls == 0);
+}
+
+TEST_CASE("endpoint: warm-up travels plain, inference compressed or plain as scheduled") {
+  const policy p = parse("fwd=quant:bits=2; warmup=2steps; infer=plain");
+  const shape s(4, 128);
+  const auto x = testdata::activations(s.size(), 5);
+  link l(p, 0, direction::fwd, s);
+  CHECK(l.roundtrip(x, training(1)) == x);
+  CHECK(l.wire_codec() == codec_id::plain);
+  CHECK(l.roundtrip(x, training(2)) != x);
+  CHECK(l.wire_codec() == codec_id::quant);
+  step_info inf;
+  inf.training = false;
+  CHECK(l.roundtrip(x, inf) == x);
+  CHECK(l.wire_codec() == codec_id::plain);
+  l.tx.set_inference(inference_mode::compress);
+  l.rx.set_inference(inference_mode::compress);
+  CHECK(l.roundtrip(x, inf) != x);
+  CHECK(l.wire_codec() == codec_id::quant);
+}
+
+TEST_CASE("endpoint: a receiver that disagrees on the mode rejects the payload, output untouched") {
+  const policy p = parse("fwd=quant:bits=4; warmup=1epoch");
+  const shape s(2, 64);
+  const auto x = testdata::activations(s.size(), 7);
+  link l(p, 0, direction::fwd, s);
+  REQUIRE(ok(l.send(x, training(0, 0))));  // warm-up: plain
+  std::vector<float> out(x.size(), 42.0f);
+  CHECK(l.rx.decode(l.wire.data(), l.len, {out.data(), dtype::f32, s}, training(0, 1)) == status::state_mismatch);
+  CHECK(out == std::vector<float>(x.size(), 42.0f));
+  REQUIRE(ok(l.send(x, training(5, 1))));  // truncated payload
+  CHECK(!ok(l.rx.decode(l.wire.data(), l.len - 1, {out.data(), dtype::f32, s}, training(5, 1))));
+  CHECK(out == std::vector<float>(x.size(), 42.0f));
+  CHECK(l.rx.counters().calls == 0);
+}
+
+TEST_CASE("endpoint: EF keeps the running sum of what arrived close to the sum of the inputs") {
+  const shape s(4, 128);
+  const auto x = testdata::uniform(s.size(), 11);
+  double drift[2] = {0, 0};  // with EF, without
+  for (int k = 0; k < 2; ++k) {
+    link l(parse(k == 0 ? "fwd=quant:bits=2+ef" : "fwd=quant:bits=2"), 0, direction::fwd, s);
+    std::vector<double> sum_in(x.size()), sum_out(x.size());
+    for (uint64_t t = 0; t < 8; ++t) {
+      const auto y = l.roundtrip(x, training(t));
+      for (size_t i = 0; i < x.size(); ++i) {
+        sum_in[i] += x[i];
+        sum_out[i] += y[i];
+      }
+    }
+    for (size_t i = 0; i < x.size(); ++i) drift[k] = std::fmax(drift[k], std::fabs(sum_in[i] - sum_out[i]));
+  }
+  // With EF the drift is the last residual, below a quarter of a group's range (2 here);
+  // without, a constant input repeats the same error 8 times.
+  CHECK(drift[0] <= 0.5);
+  CHECK(drift[1] > 3 * drift[0]);
+}
+
+TEST_CASE("endpoint: EF21 warm-up sets g = x, then the receiver's tensor converges to a fixed input") {
+  const shape s(4, 128);
+  const auto x = testdata::activations(s.size(), 13);
+  link warm(parse("fwd=quant:bits=2+ef21; warmup=1"), 0, direction::fwd, s);
+  CHECK(warm.roundtrip(x, training(0)) == x);
+  CHECK(warm.roundtrip(x, training(1)) == x);  // delta 0: an exactly representable constant group
+
+  link cold(parse("fwd=quant:bits=2+ef21"), 0, direction::fwd, s);
+  double first = 0, last = 0;
+  for (uint64_t t = 0; t < 6; ++t) {
+    const double e = max_abs_err(x, cold.roundtrip(x, training(t)));
+    if (t == 0) first = e;
+    last = e;
+  }
+  CHECK(last < first / 8);
+}
+
+TEST_CASE("endpoint: AQ-SGD keeps one m per sample id on both sides") {
+  const shape s(4, 64);
+  const policy p = parse("fwd=quant:bits=2+aqsgd(store=host,dtype=fp32); warmup=1epoch");
+  link l(p, 0, direction::fwd, s, /*samples=*/16);
+  const uint64_t a[4] = {3, 9, 1, 12}, b[4] = {5, 3, 14, 9};
+  const auto xa = testdata::activations(s.size(), 17), xb = testdata::activations(s.size(), 19);
+  CHECK(l.roundtrip(xa, training(0, 0, a)) == xa);  // warm-up epoch: m = a exactly
+  CHECK(std::memcmp(l.wire.data(), "PCAQ", 4) == 0);
+  CHECK(l.roundtrip(xa, training(1, 1, a)) == xa);  // seen samples, same tensor: delta 0
+  // Rows 0 and 2 are unseen (travel warm, exact); rows 1 and 3 are deltas against m(3), m(9).
+  const auto y = l.roundtrip(xb, training(2, 1, b));
+  for (uint64_t c = 0; c < s.cols; ++c) {
+    CHECK(y[0 * s.cols + c] == xb[0 * s.cols + c]);
+    CHECK(y[2 * s.cols + c] == xb[2 * s.cols + c]);
+  }
+  CHECK(y != xb);
+  // Wrong ids on the receiver's side are caught.
+  REQUIRE(ok(l.send(xb, training(3, 1, b))));
+  std::vector<float> out(xb.size());
+  CHECK(l.rx.decode(l.wire.data(), l.len, {out.data(), dtype::f32, s}, training(3, 1, a)) == status::id_mismatch);
+  // Inference never touches the store: the codec alone.
+  step_info inf;
+  inf.training = false;
+  l.roundtrip(xb, inf);
+  CHECK(l.wire_codec() == codec_id::quant);
+}
+
+TEST_CASE("endpoint: memory comes from the runtime's allocator") {
+  struct counts {
+    int live = 0, calls = 0, fail_after = 1 << 30;
+  };
+  counts n;
+  allocator a;
+  a.ctx = &n;
+  a.allocate = [](size_t bytes, void* ctx) -> void* {
+    auto* c = static_cast<counts*>(ctx);
+    if (c->calls++ >= c->fail_after) return nullptr;
+    ++c->live;
+    return std::malloc(bytes);
+  };
+  a.deallocate = [](void* ptr, size_t, void* ctx) {
+    --static_cast<counts*>(ctx)->live;
+    std::free(ptr);
+  };
+  host::endpoint_options o;
+  o.max_shape = shape(8, 64);
+  o.samples = 100;
+  o.alloc = a;
+  const policy p = parse("fwd=quant:bits=4+aqsgd; bwd=quant:bits=4+ef21");
+  {
+    host::sender_endpoint f, g;
+    REQUIRE(ok(f.init(p, 0, direction::fwd, o)));
+    REQUIRE(ok(g.init(p, 0, direction::bwd, o)));
+    CHECK(n.live >= 4);  // AQ-SGD table, rows, workspace; EF21 g, workspace; codec workspaces
+  }
+  CHECK(n.live == 0);
+  n.calls = 0;
+  n.fail_after = 1;
+  host::receiver_endpoint r;
+  CHECK(r.init(p, 0, direction::fwd, o) == status::out_of_memory);
+}
+
+TEST_CASE("endpoint: set-up and call errors") {
+  host::endpoint_options o;
+  o.max_shape = shape(4, 64);
+  host::sender_endpoint tx;
+  CHECK(tx.init(parse("fwd=quant+aqsgd"), 0, direction::fwd, o) != status::success);  // no capacity
+  CHECK(tx.init(parse("fwd=quant+aqsgd(store=device,capacity=8)"), 0, direction::fwd, o) == status::not_supported);
+  o.max_shape = shape(4, 0);
+  CHECK(tx.init(parse("fwd=quant"), 0, direction::fwd, o) == status::invalid_shape);
+  o.max_shape = shape(4, 64);
+  REQUIRE(ok(tx.init(parse("fwd=quant"), 0, direction::fwd, o)));
+  std::vector<float> x(5 * 64);
+  std::vector<uint8_t> wire(tx.encoded_bytes());
+  CHECK(tx.encode({x.data(), dtype::f32, shape(5, 64)}, step_info{}, wire.data(), wire.size()) ==
+        status::shape_mismatch);
+  CHECK(tx.encode({x.data(), dtype::f32, shape(4, 32)}, step_info{}, wire.data(), wire.size()) ==
+        status::shape_mismatch);
+  CHECK(ok(tx.encode({x.data(), dtype::f32, shape(3, 64)}, step_info{}, wire.data(), wire.size())));
+  CHECK(tx.encode({x.data(), dtype::f32, shape(4, 64)}, step_info{}, wire.data(), 100) == status::buffer_too_small);
+}
