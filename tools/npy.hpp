@@ -1,5 +1,6 @@
 // Minimal .npy reader/writer for the tools: little-endian float32 ('<f4') and float16
-// ('<f2'), 1-D or 2-D, C order. Anything else is rejected with a message saying why.
+// ('<f2'), 1-D or 2-D, C order; int64 ('<i8') read only (sample ids). Anything else is
+// rejected with a message saying why.
 // Format: https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
 #pragma once
 
@@ -84,8 +85,30 @@ inline bool has_magic(const std::vector<uint8_t>& file) {
   return file.size() >= detail::magic_len && std::memcmp(file.data(), detail::magic, detail::magic_len) == 0;
 }
 
-// Parses the header of a .npy file held in memory and checks the data size.
-inline array_info parse(const std::vector<uint8_t>& file) {
+// The dtype-independent part of a header: descr text (quoted, as written), shape and
+// where the C-order data starts.
+struct header_info {
+  std::string descr;
+  pipecodec::shape shp{};
+  size_t data_offset = 0;
+};
+
+namespace detail {
+
+// Checks that the data after the header is exactly shape x element size.
+inline void check_data_size(const std::vector<uint8_t>& file, const header_info& h, uint64_t elem_bytes) {
+  uint64_t n = 0;
+  if (!h.shp.count(n) || n > pipecodec::max_elements) throw error("npy: shape too large");
+  const uint64_t want = n * elem_bytes;
+  const uint64_t have = file.size() - h.data_offset;
+  if (have != want)
+    throw error("npy: data is " + std::to_string(have) + " bytes, shape needs " + std::to_string(want));
+}
+
+}  // namespace detail
+
+// Parses the header of a .npy file held in memory: version, dict, C order, 1-D/2-D shape.
+inline header_info parse_header(const std::vector<uint8_t>& file) {
   using namespace detail;
   if (!has_magic(file)) throw error("npy: bad magic");
   if (file.size() < magic_len + 4) throw error("npy: truncated header");
@@ -105,25 +128,35 @@ inline array_info parse(const std::vector<uint8_t>& file) {
   const std::string h(reinterpret_cast<const char*>(file.data() + header_start), header_len);
   if (h.empty() || h[0] != '{' || h.find('}') == std::string::npos) throw error("npy: header is not a dict");
 
-  array_info info;
-  const std::string descr = dict_value(h, "descr");
-  if (descr == "'<f4'") info.type = pipecodec::dtype::f32;
-  else if (descr == "'<f2'") info.type = pipecodec::dtype::f16;
-  else throw error("npy: unsupported dtype " + descr + " (need '<f4' or '<f2')");
+  header_info info;
+  info.descr = dict_value(h, "descr");
   const std::string order = dict_value(h, "fortran_order");
   if (order == "True") throw error("npy: fortran_order arrays are not supported (save in C order)");
   if (order != "False") throw error("npy: bad fortran_order value " + order);
   info.shp = parse_shape(dict_value(h, "shape"));
   info.data_offset = header_start + header_len;
-
-  uint64_t n = 0;
-  if (!info.shp.count(n) || n > pipecodec::max_elements)
-    throw error("npy: shape too large");
-  const uint64_t want = n * pipecodec::dtype_bytes(info.type);
-  const uint64_t have = file.size() - info.data_offset;
-  if (have != want)
-    throw error("npy: data is " + std::to_string(have) + " bytes, shape needs " + std::to_string(want));
   return info;
+}
+
+// A float .npy file ('<f4' or '<f2'): header checked, data size checked.
+inline array_info parse(const std::vector<uint8_t>& file) {
+  const header_info h = parse_header(file);
+  array_info info;
+  if (h.descr == "'<f4'") info.type = pipecodec::dtype::f32;
+  else if (h.descr == "'<f2'") info.type = pipecodec::dtype::f16;
+  else throw error("npy: unsupported dtype " + h.descr + " (need '<f4' or '<f2')");
+  detail::check_data_size(file, h, pipecodec::dtype_bytes(info.type));
+  info.shp = h.shp;
+  info.data_offset = h.data_offset;
+  return info;
+}
+
+// An int64 .npy file ('<i8' only: no other integer width or byte order is converted).
+inline header_info parse_i8(const std::vector<uint8_t>& file) {
+  const header_info h = parse_header(file);
+  if (h.descr != "'<i8'") throw error("npy: unsupported dtype " + h.descr + " (need '<i8', little-endian int64)");
+  detail::check_data_size(file, h, 8);
+  return h;
 }
 
 // The bytes of a version 1.0 .npy file holding `data` (C order), header padded to 64.

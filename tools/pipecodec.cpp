@@ -21,6 +21,14 @@ const char usage[] =
     "  info IN                                payload header, one `key: value` per line\n"
     "  eval --spec SPEC [--seed N] IN         bits/element, ratio, errors, encode/decode GB/s\n"
     "                                         (IN as for encode)\n"
+    "  eval --spec SPEC --state ef|ef21|aqsgd [--ids IDS.npy] [--seed N]\n"
+    "       [--state-dtype fp32|fp16|bf16] [--warmup-steps N] STEP1.npy STEP2.npy ...\n"
+    "                                         successive steps through one boundary, sender\n"
+    "                                         and receiver: `step: N bytes: B rel_l2_err: E`\n"
+    "                                         per step, then `state_equal: yes|no`. aqsgd:\n"
+    "                                         rows are samples, --ids is required: '<i8'\n"
+    "                                         steps x rows sample ids; --warmup-steps N sends\n"
+    "                                         the first N steps whole (plain fp32)\n"
     "SPEC e.g. quant:bits=4,group=128,scale=minmax,round=nearest,scale_dtype=fp16\n";
 
 struct command {

@@ -23,6 +23,7 @@ struct state_eval_options {
   spec warmup = host::aqsgd_config::plain_f32();  // AQ-SGD only
   uint64_t warmup_steps = 0;                       // AQ-SGD: first steps sent all warm-up
   dtype state_type = dtype::f32;
+  uint64_t seed = 0;  // step i (0-based) encodes with seed + i (stochastic rounding, RandK)
 };
 
 struct state_eval_step {
@@ -72,10 +73,10 @@ inline status eval_tensor_scheme(const state_eval_options& o, const std::vector<
     size_t len = 0;
     const tensor_view ov{out.data(), dtype::f32, shp};
     if (o.scheme == state_scheme::ef) {
-      st = ef.encode(steps[i], payload.data(), payload.size(), i, &len);
+      st = ef.encode(steps[i], payload.data(), payload.size(), o.seed + i, &len);
       if (ok(st)) st = host::decode(payload.data(), len, ov);
     } else {
-      st = tx.encode(steps[i], payload.data(), payload.size(), i, &len);
+      st = tx.encode(steps[i], payload.data(), payload.size(), o.seed + i, &len);
       if (ok(st)) st = rx.decode(payload.data(), len, ov);
     }
     if (!ok(st)) return st;
@@ -113,7 +114,7 @@ inline status eval_aqsgd(const state_eval_options& o, const std::vector<const_te
     std::vector<float> out(shp.size());
     size_t len = 0;
     st = tx.encode(ids[i], const_tensor_view(steps[i].data, steps[i].type, shp), i < o.warmup_steps, msg.data(),
-                   msg.size(), i, &len);
+                   msg.size(), o.seed + i, &len);
     if (ok(st)) st = rx.decode(msg.data(), len, ids[i], tensor_view{out.data(), dtype::f32, shp});
     if (!ok(st)) return st;
     res.steps.push_back({i + 1, len, rel_l2(steps[i], out)});

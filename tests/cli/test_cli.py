@@ -191,6 +191,95 @@ rc, out, _ = run("eval", "--spec", "plain:dtype=fp32", A32)
 ev = kv(out)
 check(rc == 0 and float(ev["max_abs_err"]) == 0 and float(ev["rel_l2_err"]) == 0, "eval of plain fp32 has zero error")
 
+# --- eval --state: successive steps through one boundary, sender and receiver.
+def a16(n):
+    return (n + 15) // 16 * 16
+
+
+def payload_size(spec, rows, cols):
+    """Size of a stateless payload of a rows x cols fp32 tensor (the codec's size for that shape)."""
+    f = write("sz.npy", npy_bytes("<f4", (rows, cols), b"\0" * (4 * rows * cols)))
+    rc, _, err = run("encode", "--spec", spec, f, path("sz.pc"))
+    assert rc == 0, err
+    return os.path.getsize(path("sz.pc"))
+
+
+def step_file(name, rows, cols, phase):
+    vals = [f32(math.sin(i * 0.37 + phase) * (1 + (i % 5)) + 0.25 * phase) for i in range(rows * cols)]
+    return write(name, npy_bytes("<f4", (rows, cols), struct.pack("<%df" % len(vals), *vals)))
+
+
+def ids_file(name, rows_of_ids, descr="<i8"):
+    flat = [v for r in rows_of_ids for v in r]
+    fmt = {"<i8": "q", "<i4": "i", "<f8": "d"}[descr]
+    return write(name, npy_bytes(descr, (len(rows_of_ids), len(rows_of_ids[0])), struct.pack("<%d%s" % (len(flat), fmt), *flat)))
+
+
+def state_lines(out, steps):
+    """Parses the --state output; returns [(bytes, err)] or None when it is not as documented."""
+    lines = out.splitlines()
+    if len(lines) != steps + 1 or lines[-1] not in ("state_equal: yes", "state_equal: no"):
+        return None
+    rows = []
+    for n, line in enumerate(lines[:-1], 1):
+        f = line.split(" ")
+        if len(f) != 6 or f[0:2] != ["step:", str(n)] or f[2] != "bytes:" or f[4] != "rel_l2_err:":
+            return None
+        rows.append((int(f[3]), float(f[5])))
+    return rows
+
+
+SR, SC = 8, 64
+QS = "quant:bits=2,group=32,scale=minmax,round=nearest,scale_dtype=fp32"
+S0 = step_file("s0.npy", SR, SC, 0.0)
+S1 = step_file("s1.npy", SR, SC, 1.0)
+S2 = step_file("s2.npy", SR, SC, 2.0)
+qbytes = payload_size(QS, SR, SC)
+for scheme in ("ef", "ef21"):
+    rc, out, err = run("eval", "--spec", QS, "--state", scheme, S0, S1, S2, S1)
+    rows = state_lines(out, 4)
+    check(rc == 0 and err == "" and rows is not None, "eval --state %s prints 4 step lines and state_equal" % scheme)
+    check(out.endswith("state_equal: yes\n"), "eval --state %s: sender and receiver states equal" % scheme)
+    check(rows is not None and all(b == qbytes for b, _ in rows), "eval --state %s: bytes = payload size of the spec (%d)" % (scheme, qbytes))
+    check(rows is not None and all(math.isfinite(e) and 0 < e < 1 for _, e in rows), "eval --state %s: errors in (0, 1)" % scheme)
+# EF21 on one repeated tensor: g -> x, so the error shrinks every step.
+rc, out, _ = run("eval", "--spec", QS, "--state", "ef21", S1, S1, S1, S1, S1)
+rows = state_lines(out, 5)
+errs = [e for _, e in rows or []]
+check(rc == 0 and len(errs) == 5 and all(b < a for a, b in zip(errs, errs[1:])) and out.endswith("yes\n"),
+      "ef21 on a repeated step: rel_l2_err strictly decreasing %s" % errs)
+for sd in ("fp16", "bf16"):
+    rc, out, _ = run("eval", "--spec", QS, "--state", "ef21", "--state-dtype", sd, S0, S1, S1)
+    check(rc == 0 and state_lines(out, 3) is not None and out.endswith("yes\n"), "ef21 --state-dtype %s: states equal" % sd)
+SQ = "quant:bits=3,round=stochastic,group=32"
+r1, r2, r3 = (run("eval", "--spec", SQ, "--state", "ef", "--seed", sd, S0, S1, S2) for sd in ("7", "7", "8"))
+check(r1[0] == 0 and r1[1] == r2[1] and r1[1] != r3[1], "eval --state --seed: same seed reproduces, another differs")
+
+# AQ-SGD: step 1 all samples unseen (sent plain fp32: exact), then one other tensor repeated
+# for the same samples: m -> a, so the error shrinks every step.
+ID4 = ids_file("ids4.npy", [list(range(100, 100 + SR))] * 4)
+rc, out, err = run("eval", "--spec", QS, "--state", "aqsgd", "--ids", ID4, S0, S1, S1, S1)
+rows = state_lines(out, 4)
+check(rc == 0 and err == "" and rows is not None and out.endswith("state_equal: yes\n"), "eval --state aqsgd: 4 steps, states equal")
+warm = 64 + a16(SR) + a16(payload_size("plain:dtype=fp32", SR, SC) + a16(8 * SR))
+delta = 64 + a16(SR) + a16(qbytes + a16(8 * SR))
+check(rows is not None and [b for b, _ in rows] == [warm, delta, delta, delta],
+      "aqsgd bytes: step 1 warm frame (%d), then delta frames (%d)" % (warm, delta))
+errs = [e for _, e in rows or []]
+check(len(errs) == 4 and errs[0] == 0 and 0 < errs[1] and all(b < a for a, b in zip(errs[1:], errs[2:])),
+      "aqsgd: warm step exact, then rel_l2_err strictly decreasing %s" % errs)
+# Mixed step: 3 samples seen before, 5 new -> a frame with both parts.
+IDM = ids_file("idsm.npy", [list(range(SR)), [5, 6, 7] + list(range(50, 55))])
+rc, out, _ = run("eval", "--spec", QS, "--state", "aqsgd", "--ids", IDM, S0, S1)
+rows = state_lines(out, 2)
+mixed = 64 + a16(SR) + a16(payload_size("plain:dtype=fp32", 5, SC) + a16(8 * 5)) + a16(payload_size(QS, 3, SC) + a16(8 * 3))
+check(rc == 0 and rows is not None and rows[1][0] == mixed and out.endswith("yes\n"),
+      "aqsgd mixed step: warm + delta parts, %d bytes" % mixed)
+rc, out, _ = run("eval", "--spec", QS, "--state", "aqsgd", "--ids", ID4, "--warmup-steps", "2", S0, S1, S1, S1)
+rows = state_lines(out, 4)
+check(rc == 0 and rows is not None and [b for b, _ in rows] == [warm, warm, delta, delta] and rows[1][1] == 0,
+      "aqsgd --warmup-steps 2: two exact warm frames, then deltas")
+
 # --- every bad input: non-zero exit, nothing on stdout, exactly one line on stderr.
 good = open(path("q.pc"), "rb").read()
 corrupt = bytearray(good)
@@ -254,6 +343,27 @@ cases = [
     ("raw: bad --shape", ["encode", *spec, "--dtype", "f32", "--shape", "2y5", RAW, path("o")]),
     ("decode: bad --dtype", ["decode", "--dtype", "int8", path("q.pc"), path("o.npy")]),
     ("decode: bf16 into a .npy name", ["decode", "--dtype", "bf16", path("q.pc"), path("o.npy")], "bf16"),
+    ("state: aqsgd without --ids", ["eval", *spec, "--state", "aqsgd", S0, S1], "--ids"),
+    ("state: ids for fewer steps", ["eval", *spec, "--state", "aqsgd", "--ids", ID4, S0, S1, S1], "ids"),
+    ("state: ids row length != step rows", ["eval", *spec, "--state", "aqsgd", "--ids", ids_file("ids7.npy", [list(range(7))] * 2), S0, S1], "rows"),
+    ("state: ids 1-D", ["eval", *spec, "--state", "aqsgd", "--ids", write("ids1d.npy", npy_bytes("<i8", (SR,), struct.pack("<%dq" % SR, *range(SR)))), S0], "ids"),
+    ("state: ids as int32", ["eval", *spec, "--state", "aqsgd", "--ids", ids_file("ids32.npy", [list(range(SR))] * 2, "<i4"), S0, S1], "<i4"),
+    ("state: ids as float64", ["eval", *spec, "--state", "aqsgd", "--ids", ids_file("idsf.npy", [list(range(SR))] * 2, "<f8"), S0, S1], "<f8"),
+    ("state: ids big-endian", ["eval", *spec, "--state", "aqsgd", "--ids", write("idsbe.npy", npy_bytes(">i8", (1, SR), b"\0" * 8 * SR)), S0], ">i8"),
+    ("state: negative id", ["eval", *spec, "--state", "aqsgd", "--ids", ids_file("idsneg.npy", [[-1] + list(range(1, SR))]), S0], "negative"),
+    ("state: duplicate id in a step", ["eval", *spec, "--state", "aqsgd", "--ids", ids_file("idsdup.npy", [[3] * SR]), S0], "twice"),
+    ("state: ids not a .npy", ["eval", *spec, "--state", "aqsgd", "--ids", NOTNPY, S0]),
+    ("state: unknown scheme", ["eval", *spec, "--state", "powersgd", S0, S1], "powersgd"),
+    ("state: mismatched step shapes", ["eval", *spec, "--state", "ef21", S0, step_file("s9.npy", SR + 1, SC, 0.0)], "shape"),
+    ("state: mismatched step shapes (ef)", ["eval", *spec, "--state", "ef", S0, A32], "shape"),
+    ("state: aqsgd cols differ", ["eval", *spec, "--state", "aqsgd", "--ids", ids_file("ids6.npy", [list(range(6))] * 2), A32, step_file("s6.npy", 6, SC, 0.0)], "cols"),
+    ("state: aqsgd 1-D step", ["eval", *spec, "--state", "aqsgd", "--ids", ID4, A16], "1-D"),
+    ("state: --ids without aqsgd", ["eval", *spec, "--state", "ef", "--ids", ID4, S0], "--ids"),
+    ("state: --ids without --state", ["eval", *spec, "--ids", ID4, S0], "--state"),
+    ("state: bad --state-dtype", ["eval", *spec, "--state", "ef21", "--state-dtype", "f64", S0], "f64"),
+    ("state: bad --warmup-steps", ["eval", *spec, "--state", "aqsgd", "--ids", ID4, "--warmup-steps", "-1", S0], "warmup"),
+    ("state: no step files", ["eval", *spec, "--state", "ef"]),
+    ("state: missing step file", ["eval", *spec, "--state", "ef", S0, missing]),
 ]
 for name in payload:
     if name != "nan-scale.pc":  # info checks the header only; section contents are decode's job

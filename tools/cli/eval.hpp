@@ -6,16 +6,21 @@
 #include "../metrics.hpp"
 #include "codec_ops.hpp"
 #include "describe.hpp"
+#include "eval_state.hpp"
 
 namespace cli {
 
 // eval --spec SPEC [--seed N] [--dtype T --shape S] IN: size and error of one round trip
 // (decoded into the input's dtype) and the best-of-runs encode/decode throughput, counted
 // in input bytes per second.
-// Stateful evaluation over several steps (--state ef|ef21|aqsgd) belongs in its own file,
-// dispatched from here when --state is given.
+// With --state ef|ef21|aqsgd the stateful evaluation over several steps runs instead
+// (eval_state.hpp); its options are refused without --state.
 inline void run_eval(int argc, char** argv) {
-  const args a = parse_args(argc, argv, 2, {"spec", "seed", "dtype", "shape"});
+  const args a =
+      parse_args(argc, argv, 2, {"spec", "seed", "dtype", "shape", "state", "ids", "state-dtype", "warmup-steps"});
+  if (a.has("state")) return run_eval_state(a);
+  for (const char* k : {"ids", "state-dtype", "warmup-steps"})
+    if (a.has(k)) throw error(std::string("option '--") + k + "' needs --state");
   expect_positional(a, 1, "IN");
   const pipecodec::spec s = parse_spec_option(a);
   const uint64_t seed = seed_option(a);

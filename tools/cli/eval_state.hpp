@@ -1,0 +1,108 @@
+// `eval --state ef|ef21|aqsgd`: the step files are successive tensors through one boundary;
+// a sender and a receiver of the scheme run over them (tools/state_eval.hpp) and the CLI
+// prints one line per step and whether both sides' states ended equal. Inputs are checked
+// here first so that a bad file is named in the message, not reported as a bare status.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "../state_eval.hpp"
+#include "codec_ops.hpp"
+#include "describe.hpp"
+
+namespace cli {
+
+inline pipecodec::tools::state_scheme parse_state_option(const std::string& v) {
+  using pipecodec::tools::state_scheme;
+  if (v == "ef") return state_scheme::ef;
+  if (v == "ef21") return state_scheme::ef21;
+  if (v == "aqsgd") return state_scheme::aqsgd;
+  throw error("option '--state': expected ef, ef21 or aqsgd, got '" + v + "'");
+}
+
+// IDS.npy: '<i8', steps x rows, every step's rows matching its tensor's rows, ids >= 0.
+// Returned as uint64 (the library's id type), row-major, one row of ids per step.
+inline std::vector<uint64_t> load_ids(const std::string& path, const std::vector<tensor>& steps) {
+  const std::vector<uint8_t> file = read_file(path);
+  if (!npy::has_magic(file)) throw error("--ids '" + path + "' is not a .npy file");
+  npy::header_info h;
+  try {
+    h = npy::parse_i8(file);
+  } catch (const npy::error& e) {
+    throw error("--ids '" + path + "': " + e.what());
+  }
+  if (h.shp.ndim != 2 || h.shp.rows != steps.size())
+    throw error("--ids '" + path + "' has shape " + shape_text(h.shp) + ", need " + std::to_string(steps.size()) +
+                "xROWS (one row of ids per step)");
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].shp.rows != h.shp.cols)
+      throw error("--ids '" + path + "' has " + std::to_string(h.shp.cols) + " ids per step, step " +
+                  std::to_string(i + 1) + " has " + std::to_string(steps[i].shp.rows) + " rows");
+  std::vector<uint64_t> ids(h.shp.size());
+  if (!ids.empty()) std::memcpy(ids.data(), file.data() + h.data_offset, ids.size() * 8);
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >> 63)
+      throw error("--ids '" + path + "': id " + std::to_string(int64_t(ids[i])) + " at step " +
+                  std::to_string(i / h.shp.cols + 1) + " is negative");
+  // AQ-SGD rejects a batch holding a sample twice; say which id, not just the status.
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::unordered_set<uint64_t> seen;
+    for (size_t r = 0; r < h.shp.cols; ++r)
+      if (!seen.insert(ids[i * h.shp.cols + r]).second)
+        throw error("--ids '" + path + "': id " + std::to_string(ids[i * h.shp.cols + r]) + " appears twice in step " +
+                    std::to_string(i + 1));
+  }
+  return ids;
+}
+
+// Steps: .npy only. EF, EF21: one shape for all. AQ-SGD: 2-D, rows = samples, equal cols.
+inline void check_step_shapes(const std::vector<std::string>& paths, const std::vector<tensor>& steps, bool aqsgd) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const pipecodec::shape& s = steps[i].shp;
+    const std::string which = "step " + std::to_string(i + 1) + " ('" + paths[i] + "')";
+    if (aqsgd && s.ndim != 2) throw error(which + " is 1-D; aqsgd needs rows x cols (a row per sample)");
+    if (aqsgd && s.cols != steps[0].shp.cols)
+      throw error(which + " has " + std::to_string(s.cols) + " cols, step 1 has " + std::to_string(steps[0].shp.cols));
+    if (!aqsgd && s != steps[0].shp)
+      throw error(which + " has shape " + shape_text(s) + ", step 1 has " + shape_text(steps[0].shp));
+  }
+}
+
+inline void run_eval_state(const args& a) {
+  if (a.has("dtype") || a.has("shape")) throw error("--state reads .npy steps only (no --dtype/--shape)");
+  if (a.positional.empty()) throw error("expected STEP1.npy [STEP2.npy ...], got 0 argument(s)");
+  pipecodec::tools::state_eval_options o;
+  o.scheme = parse_state_option(a.get("state"));
+  const bool aqsgd = o.scheme == pipecodec::tools::state_scheme::aqsgd;
+  o.codec = parse_spec_option(a);
+  o.seed = seed_option(a);
+  if (a.has("state-dtype") && !pipecodec::detail::parse_dtype(a.get("state-dtype"), o.state_type))
+    throw error("option '--state-dtype': expected fp32, fp16 or bf16, got '" + a.get("state-dtype") + "'");
+  if (!aqsgd && a.has("ids")) throw error("--ids is for --state aqsgd only");
+  if (!aqsgd && a.has("warmup-steps")) throw error("--warmup-steps is for --state aqsgd only");
+  if (aqsgd && !a.has("ids")) throw error("--state aqsgd needs --ids IDS.npy (steps x rows int64 sample ids)");
+  if (a.has("warmup-steps")) o.warmup_steps = parse_uint("warmup-steps", a.get("warmup-steps"));
+
+  std::vector<tensor> steps;
+  for (const std::string& p : a.positional) steps.push_back(load_tensor(p, a));
+  check_step_shapes(a.positional, steps, aqsgd);
+  std::vector<uint64_t> ids;
+  std::vector<pipecodec::const_tensor_view> views;
+  std::vector<const uint64_t*> id_rows;
+  if (aqsgd) ids = load_ids(a.get("ids"), steps);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    views.push_back(steps[i].view());
+    if (aqsgd) id_rows.push_back(ids.data() + i * steps[0].shp.rows);
+  }
+  pipecodec::tools::state_eval_result res;
+  const pipecodec::status st = pipecodec::tools::state_eval(o, views, id_rows, res);
+  if (!pipecodec::ok(st))
+    throw error("--state " + a.get("state") + " failed at step " + std::to_string(res.steps.size() + 1) + ": " +
+                pipecodec::to_string(st));
+  pipecodec::tools::print_state_eval(stdout, res);
+}
+
+}  // namespace cli
