@@ -66,16 +66,28 @@ struct group_params {
   float inv = 0;     // 1 / (scale * pre), or 0 when scale is 0
 };
 
-// Smallest float >= s (s >= 0), and largest float <= s.
+// Smallest float >= s (s >= 0), and largest float <= s. Which way float(s) rounded is
+// data-dependent, so the step is added arithmetically: a branch here mispredicts on about
+// half of the encoder's groups.
 PIPECODEC_HD float ceil_to_f32(double s) {
-  float f = float(s);
-  if (double(f) < s) f = bit_cast<float>(bit_cast<uint32_t>(f) + 1u);
-  return f;
+  const float f = float(s);
+  return bit_cast<float>(bit_cast<uint32_t>(f) + uint32_t(double(f) < s));
 }
 PIPECODEC_HD float floor_to_f32(double s) {
-  float f = float(s);
-  if (double(f) > s) f = bit_cast<float>(bit_cast<uint32_t>(f) - 1u);
-  return f;
+  const float f = float(s);
+  return bit_cast<float>(bit_cast<uint32_t>(f) - uint32_t(double(f) > s));
+}
+
+// The smallest fp16 value >= f (up) or the largest <= f (down), as a float, for
+// 0 <= f < 65504: integer and exact float operations only, no fp16 conversions (they sat
+// on the encoder's per-group path). The grid is fp32 with the low 13 mantissa bits zero in
+// the normal fp16 range, and multiples of 2^-24 below 2^-14 (fp16 subnormals).
+PIPECODEC_HD float round_to_f16_grid(float f, bool up) {
+  const uint32_t u = bit_cast<uint32_t>(f);
+  if (u >= 0x38800000u) return bit_cast<float>((up ? u + 0x1FFFu : u) & ~0x1FFFu);
+  const float y = mul_rn(f, 16777216.0F);  // exact: f * 2^24 < 2^10
+  const int32_t t = int32_t(y) + int32_t(up && float(int32_t(y)) < y);
+  return mul_rn(float(t), 5.9604644775390625e-8F);  // exact: t * 2^-24
 }
 
 constexpr uint32_t scale_f32_max_bits = 0x7F7FFF00u;  // largest 16-significant-bit float
@@ -92,11 +104,7 @@ PIPECODEC_HD float round_scale(double s, dtype scale_dtype, bool up) {
   }
   const float f = up ? ceil_to_f32(s) : floor_to_f32(s);
   if (!(f < f16_max)) return f16_max;
-  uint16_t h = f32_to_f16(f);
-  const float back = f16_to_f32(h);
-  if (up && back < f) ++h;
-  if (!up && back > f) --h;
-  return f16_to_f32(h);
+  return round_to_f16_grid(f, up);
 }
 
 // The group minimum rounded down to the offset dtype.
@@ -104,10 +112,8 @@ PIPECODEC_HD float round_offset(float lo, dtype scale_dtype) {
   if (scale_dtype == dtype::f32) return lo;
   if (lo >= f16_max) return f16_max;
   if (lo <= -f16_max) return -f16_max;
-  uint16_t h = f32_to_f16(lo);
-  if (f16_to_f32(h) > lo) h = (h & 0x8000u) ? uint16_t(h + 1u) : uint16_t(h - 1u);
-  if (h == 0x8000u) h = 0;  // canonical zero
-  return f16_to_f32(h);
+  // lo < 0 rounds away from zero, so the result is never -0.
+  return lo >= 0.0F ? round_to_f16_grid(lo, false) : -round_to_f16_grid(-lo, true);
 }
 
 // Largest |code - z| * s the decoder can form; it must stay finite.
