@@ -61,9 +61,9 @@ uint64_t poke_bytes(const std::vector<uint8_t>& good, shape shp, const std::vect
 }
 
 // The sample-id section's tail (rows odd: 8 bytes), when the flag is set.
-span ids_padding(const detail::header& h) {
-  if ((h.flags & detail::flag_sample_ids) == 0) return {0, 0};
-  const uint64_t start = h.total_bytes - detail::ids_section_bytes(h);
+span ids_padding(const header& h) {
+  if ((h.flags & flag_sample_ids) == 0) return {0, 0};
+  const uint64_t start = h.total_bytes - ids_section_bytes(h);
   return {start + 8 * h.shp.rows, h.total_bytes};
 }
 
@@ -119,8 +119,8 @@ TEST_CASE("quant and plain: non-zero section padding or padded lanes are corrupt
       REQUIRE(!good.empty());
       if (ids) good = with_ids(good, c.shp.rows);
       expect_decodes(good, c.shp);
-      detail::header h;
-      REQUIRE(ok(detail::read_header(good.data(), good.size(), h)));
+      header h;
+      REQUIRE(ok(read_header(good.data(), good.size(), h)));
       std::vector<span> spans{ids_padding(h)};
       if (h.codec == codec_id::quant) {
         detail::quant_payload qp;
@@ -167,7 +167,7 @@ TEST_CASE("topk and randk: non-zero padding is corrupt_payload") {
         default: break;
       }
       if (tp.desc.values == value_kind::quant) {
-        const uint64_t base = L.values_offset - detail::header_bytes;
+        const uint64_t base = L.values_offset - header_bytes;
         for (const span& sp : quant_spans(L.vq, base)) spans.push_back(sp);
         if (!ids) lanes += poke_lanes(good, shp, L.vq, base);
       } else {
