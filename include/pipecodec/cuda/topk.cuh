@@ -58,7 +58,7 @@ inline status encode_topk(const spec& s, const_tensor_view in, void* payload, si
   write_header(hb.b, h);
   uint8_t* p = static_cast<uint8_t*>(payload);
   if (cudaMemsetAsync(p + header_bytes, 0, L.total - header_bytes, stream) != cudaSuccess) return status::cuda_error;
-  write_header_kernel<<<1, header_bytes, 0, stream>>>(p, hb);
+  write_header_kernel<header_bytes><<<1, header_bytes, 0, stream>>>(p, hb);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
 
   const uintptr_t a = reinterpret_cast<uintptr_t>(workspace);
@@ -100,7 +100,7 @@ inline status decode_topk(const void* payload, size_t len, tensor_view out, void
   if (cudaMemsetAsync(ws, 0, 16, stream) != cudaSuccess) return status::cuda_error;
   const uint32_t grid = out.shp.rows == 0 ? 1u : out.shp.rows < 65535 ? uint32_t(out.shp.rows) : 65535u;
   const uint8_t* p = static_cast<const uint8_t*>(payload);
-  topk_validate_kernel<<<grid, topk_threads, 0, stream>>>(p, len, out.shp, code);
+  topk_validate_kernel<topk_threads><<<grid, topk_threads, 0, stream>>>(p, len, out.shp, code);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
   uint32_t* cand = reinterpret_cast<uint32_t*>(ws + workspace_status_bytes);
   return dispatch_dtype(out.type, [&](auto oc) {

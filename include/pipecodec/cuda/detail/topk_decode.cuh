@@ -23,7 +23,8 @@ struct bitmap_keys {
   __device__ uint32_t operator()(uint64_t i) const { return (bm[(base + i) / 8] >> ((base + i) % 8)) & 1u; }
 };
 
-__global__ void __launch_bounds__(topk_threads)
+template <uint32_t Threads>
+__global__ void __launch_bounds__(Threads)
     topk_validate_kernel(const uint8_t* payload, uint64_t len, shape want, status* code) {
   __shared__ alignas(16) unsigned char raw[sizeof(topk_payload)];
   __shared__ int parsed_ok;
