@@ -72,11 +72,6 @@ PIPECODEC_HD void write_checkpoint_header(uint8_t* p, const checkpoint_header& h
   put_u64(p + 56, 0);
 }
 
-PIPECODEC_HD bool all_zero(const uint8_t* p, uint64_t n) {
-  for (uint64_t i = 0; i < n; ++i)
-    if (p[i] != 0) return false;
-  return true;
-}
 
 // Validates a whole checkpoint the way a decoder validates a payload: every header field,
 // the size against `len`, the padding and the checksum. Contents are the caller's to check

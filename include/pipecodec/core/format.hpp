@@ -64,6 +64,14 @@ PIPECODEC_HD bool known_codec(uint8_t c) { return c >= 1 && c <= 4; }
 
 }  // namespace detail
 
+// True when the n bytes at p are zero: padding is always written as zero, and every decoder
+// rejects anything else (corrupt_payload), so a payload has exactly one valid encoding.
+PIPECODEC_HD bool all_zero(const uint8_t* p, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    if (p[i] != 0) return false;
+  return true;
+}
+
 PIPECODEC_HD bool valid_flags(uint8_t flags) { return (flags & ~flag_sample_ids) == 0; }
 
 // Size of the optional sample-id section, 16-byte aligned.

@@ -2,7 +2,7 @@
 // inference). Params: 0 wire dtype | 1..23 zero. Sections: header | elements, padded to 16.
 #pragma once
 
-#include "format.hpp"
+#include "sample_ids.hpp"
 
 namespace pipecodec::detail {
 
@@ -46,6 +46,12 @@ PIPECODEC_HD status parse_plain_payload(const void* payload, uint64_t len, plain
   if (out.hdr.total_bytes != out.layout.total + ids_section_bytes(out.hdr)) return status::size_mismatch;
   out.bytes = p;
   return status::success;
+}
+
+// The bytes after the last element up to the 16-byte boundary, and the sample-id padding.
+PIPECODEC_HD bool plain_padding_zero(const plain_payload& pl) {
+  const uint64_t end = pl.layout.data_offset + pl.layout.n * dtype_bytes(pl.pp.wire);
+  return all_zero(pl.bytes + end, pl.layout.total - end) && ids_padding_zero(pl.bytes, pl.hdr);
 }
 
 }  // namespace pipecodec::detail

@@ -5,6 +5,7 @@
 
 #include "quant_layout.hpp"
 #include "quant_math.hpp"
+#include "sample_ids.hpp"
 
 namespace pipecodec::detail {
 
@@ -83,10 +84,43 @@ PIPECODEC_HD void store_group(uint8_t* payload, const quant_layout& L, uint64_t 
   }
 }
 
-// Raw stored fields are checked (not the derived offset): fp16 Inf/NaN or a negative
-// scale is rejected before conversion hides it.
+// The padding of the two sections: after the last scale/offset up to the planes, and after
+// the last plane up to the layout's end. Offsets are relative to qp.bytes, so this also
+// serves the values section of a TopK payload (values_as_quant).
+PIPECODEC_HD bool quant_sections_padding_zero(const quant_payload& qp) {
+  const quant_layout& L = qp.layout;
+  const uint64_t params_end = L.params_offset + L.groups * L.scale_bytes * (L.has_offset ? 2u : 1u);
+  const uint64_t codes_end = L.codes_offset + L.chunks * L.bits * 4u;
+  return all_zero(qp.bytes + params_end, L.codes_offset - params_end) &&
+         all_zero(qp.bytes + codes_end, L.total - codes_end);
+}
+
+// Every padding byte of a quantization payload, the sample-id section's included.
+PIPECODEC_HD bool quant_padding_zero(const quant_payload& qp) {
+  return quant_sections_padding_zero(qp) && ids_padding_zero(qp.bytes, qp.hdr);
+}
+
+// The lanes of group g's last chunk beyond the group's end hold no code: their bit is zero
+// in every plane (one masked word test per plane).
+PIPECODEC_HD bool padded_lanes_zero(const quant_payload& qp, uint64_t g) {
+  const quant_layout& L = qp.layout;
+  const uint64_t size = L.group_size(g);
+  const uint32_t used = uint32_t(size % 32);
+  if (used == 0) return true;
+  const uint64_t c = L.group_chunk(g) + size / 32;
+  const uint32_t mask = ~0u << used;
+  const uint8_t* planes = qp.bytes + L.codes_offset + c * L.bits * 4u;
+  for (uint32_t j = 0; j < L.bits; ++j)
+    if ((get_u32(planes + 4 * j) & mask) != 0) return false;
+  return true;
+}
+
+// Group g's stored fields: raw scale and offset are checked (not the derived offset), so
+// fp16 Inf/NaN or a negative scale is rejected before conversion hides it; and the padded
+// lanes of its last chunk must be zero.
 PIPECODEC_HD bool valid_stored_group(const quant_payload& qp, uint64_t g) {
   const quant_layout& L = qp.layout;
+  if (!padded_lanes_zero(qp, g)) return false;
   if (L.scale_bytes == 2) {
     const uint8_t* sec = qp.bytes + L.params_offset;
     const uint16_t s = get_u16(sec + 2 * g);

@@ -50,4 +50,9 @@ PIPECODEC_HD bool sample_ids_padding_zero(const uint8_t* section, const header& 
   return true;
 }
 
+// The same for a whole payload: true when it has no sample-id section.
+PIPECODEC_HD bool ids_padding_zero(const uint8_t* payload, const header& h) {
+  return (h.flags & flag_sample_ids) == 0 || sample_ids_padding_zero(sample_ids_section(payload, h), h);
+}
+
 }  // namespace pipecodec::detail

@@ -144,4 +144,22 @@ PIPECODEC_HD quant_payload values_as_quant(const topk_payload& tp) {
   return qp;
 }
 
+// Every padding byte of a TopK / RandK payload: after the last u16/u32 index (a bitmap's
+// tail bits are checked with its positions), after the last raw value or inside a
+// quantized values section, and in the sample-id section.
+PIPECODEC_HD bool topk_padding_zero(const topk_payload& tp) {
+  const topk_layout& L = tp.layout;
+  if (tp.desc.index == index_layout::u16 || tp.desc.index == index_layout::u32) {
+    const uint64_t end = L.index_offset + L.kept * (tp.desc.index == index_layout::u16 ? 2u : 4u);
+    if (!all_zero(tp.bytes + end, L.values_offset - end)) return false;
+  }
+  if (tp.desc.values == value_kind::quant) {
+    if (!quant_sections_padding_zero(values_as_quant(tp))) return false;
+  } else {
+    const uint64_t end = L.values_offset + L.kept * (tp.desc.values == value_kind::f32 ? 4u : 2u);
+    if (!all_zero(tp.bytes + end, L.total - end)) return false;
+  }
+  return ids_padding_zero(tp.bytes, tp.hdr);
+}
+
 }  // namespace pipecodec::detail

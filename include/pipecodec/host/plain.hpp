@@ -51,6 +51,7 @@ inline status decode_plain(const void* payload, size_t len, tensor_view out) {
   if (out.data == nullptr && pl.layout.n > 0) return status::invalid_argument;
   if (overlaps(out.data, pl.layout.n * dtype_bytes(out.type), payload, pl.layout.total))
     return status::aliasing;
+  if (!plain_padding_zero(pl)) return status::corrupt_payload;
   // The wire section may sit at any address: go through a properly aligned copy per element.
   const uint8_t* src = pl.bytes + pl.layout.data_offset;
   return dispatch_dtype(pl.pp.wire, [&](auto wc) {

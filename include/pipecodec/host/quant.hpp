@@ -181,6 +181,7 @@ inline status decode_quant(const void* payload, size_t len, tensor_view out) {
   if (out.data == nullptr && qp.layout.n > 0) return status::invalid_argument;
   if (overlaps(out.data, qp.layout.n * dtype_bytes(out.type), payload, qp.layout.total))
     return status::aliasing;
+  if (!quant_padding_zero(qp)) return status::corrupt_payload;
   for (uint64_t g = 0; g < qp.layout.groups; ++g)
     if (!valid_stored_group(qp, g)) return status::corrupt_payload;
   return dispatch_dtype_bits(out.type, qp.q.bits, [&](auto tc, auto bc) {

@@ -149,6 +149,7 @@ inline status parse_mask(const void* mask, size_t mask_len, topk_payload& mp) {
   status st = parse_topk_payload(mask, mask_len, mp);
   if (!ok(st)) return st;
   if (!has_index_section(mp.desc)) return status::invalid_argument;
+  if (!topk_padding_zero(mp)) return status::corrupt_payload;
   return validate_positions(mp);
 }
 
@@ -221,6 +222,7 @@ inline status decode_topk(const void* payload, size_t len, tensor_view out, void
   if (!ok(st)) return st;
   if (tp.desc.shared_mask) return status::invalid_argument;  // needs its mask: decode_shared
   if (!ok(st = check_output(tp, payload, out, ws, ws_size))) return st;
+  if (!topk_padding_zero(tp)) return status::corrupt_payload;
   if (has_index_section(tp.desc) && !ok(st = validate_positions(tp))) return st;
   if (!ok(st = validate_values(tp))) return st;
   return scatter<Accumulate>(tp, nullptr, out, ws, ws_size);
@@ -237,6 +239,7 @@ inline status decode_shared(const void* values, size_t len, const void* mask, si
   if (!ok(st = check_pairing(tp.desc, tp.hdr.shp, mp))) return st;
   if (!ok(st = check_output(tp, values, out, nullptr, 0))) return st;
   if (overlaps(out.data, tp.layout.n * dtype_bytes(out.type), mask, mask_len)) return status::aliasing;
+  if (!topk_padding_zero(tp)) return status::corrupt_payload;
   if (!ok(st = validate_values(tp))) return st;
   return scatter<Accumulate>(tp, &mp, out, nullptr, 0);
 }

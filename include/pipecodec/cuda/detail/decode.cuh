@@ -32,6 +32,7 @@ __global__ void __launch_bounds__(Threads)
         quant_payload p;
         st = parse_quant_payload(payload, len, p);
         if (ok(st) && p.hdr.shp != want) st = status::shape_mismatch;
+        if (ok(st) && !quant_padding_zero(p)) st = status::corrupt_payload;
         if (ok(st)) {
           qp = p;
           if (blockIdx.x == 0) *reinterpret_cast<quant_payload*>(area + parsed_offset) = p;
@@ -40,6 +41,7 @@ __global__ void __launch_bounds__(Threads)
         plain_payload p;
         st = parse_plain_payload(payload, len, p);
         if (ok(st) && p.hdr.shp != want) st = status::shape_mismatch;
+        if (ok(st) && !plain_padding_zero(p)) st = status::corrupt_payload;
         if (ok(st) && blockIdx.x == 0) *reinterpret_cast<plain_payload*>(area + parsed_offset) = p;
       } else {
         st = status::not_supported;

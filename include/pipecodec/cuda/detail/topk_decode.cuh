@@ -35,6 +35,7 @@ __global__ void __launch_bounds__(Threads)
     if (ok(st) && tp.hdr.shp != want) st = status::shape_mismatch;
     if (ok(st) && tp.desc.shared_mask) st = status::invalid_argument;       // needs its mask
     if (ok(st) && tp.desc.values == value_kind::quant) st = status::not_supported;
+    if (ok(st) && !topk_padding_zero(tp)) st = status::corrupt_payload;
     if (!ok(st) && blockIdx.x == 0) record(code, st);
     parsed_ok = ok(st);
   }
