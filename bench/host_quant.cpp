@@ -10,19 +10,15 @@
 #include <ctime>
 #include <vector>
 
-#include "../tests/common/data.hpp"
+#include "host_input.hpp"
 #include "pipecodec/pipecodec.hpp"
 
 namespace pc = pipecodec;
 
 namespace {
 
-constexpr uint64_t n = uint64_t(1) << 24;
-
-const std::vector<float>& input() {
-  static const std::vector<float> x = testdata::activations(n, 1);
-  return x;
-}
+using benchdata::input;
+using benchdata::n;
 
 pc::spec quant_spec(int64_t bits, pc::rounding r) {
   pc::spec s;

@@ -11,19 +11,15 @@
 #include <cstring>
 #include <vector>
 
-#include "../tests/common/data.hpp"
+#include "host_input.hpp"
 #include "pipecodec/pipecodec.hpp"
 
 namespace pc = pipecodec;
 
 namespace {
 
-constexpr uint64_t n = uint64_t(1) << 24;
-
-const std::vector<float>& input() {
-  static const std::vector<float> x = testdata::activations(n, 1);
-  return x;
-}
+using benchdata::input;
+using benchdata::n;
 
 uint64_t k_of(const benchmark::State& state) { return n * uint64_t(state.range(0)) / 1000; }
 

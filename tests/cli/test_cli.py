@@ -176,6 +176,30 @@ check(rc == 0 and open(path("s.pc"), "rb").read() == open(path("s2.pc"), "rb").r
 rc, out, _ = run("info", path("p.pc"))
 check(rc == 0 and kv(out).get("spec") == "plain:dtype=fp32" and kv(out).get("codec") == "plain", "info on a plain payload")
 
+# --- TopK / RandK through the CLI: info reproduces the payload; decode keeps exactly k per row.
+K_ROW = 10
+rc, _, _ = run("encode", "--spec", "topk:k=%d,scope=row,values=fp32" % K_ROW, A32, path("t.pc"))
+rc2, out, _ = run("info", path("t.pc"))
+info = kv(out)
+check(rc == 0 and rc2 == 0 and info.get("codec") == "topk", "info on a topk payload")
+rc, _, _ = run("encode", "--spec", info.get("spec", "?"), "--seed", info.get("seed", "0"), A32, path("t2.pc"))
+check(rc == 0 and open(path("t.pc"), "rb").read() == open(path("t2.pc"), "rb").read(),
+      "re-encoding with info's topk spec reproduces the payload")
+rc, _, _ = run("decode", path("t.pc"), path("t.npy"))
+descr, shape, vals = read_npy("t.npy")
+kept_ok = rc == 0 and shape == (ROWS, COLS)
+for r in range(ROWS if kept_ok else 0):
+    row, got = X[r * COLS:(r + 1) * COLS], vals[r * COLS:(r + 1) * COLS]
+    kept = [i for i in range(COLS) if got[i] != 0]
+    want_kept = sorted(sorted(range(COLS), key=lambda i: (-abs(row[i]), i))[:K_ROW])
+    kept_ok = kept_ok and kept == want_kept and all(got[i] == row[i] for i in kept)
+check(kept_ok, "topk decode keeps the k largest magnitudes of each row, exactly")
+rc, _, _ = run("encode", "--spec", "randk:ratio=0.25,seed=3", "--seed", "4", A32, path("rk.pc"))
+rc2, out, _ = run("info", path("rk.pc"))
+rc3, _, _ = run("decode", path("rk.pc"), path("rk.npy"))
+check(rc == 0 and rc2 == 0 and rc3 == 0 and kv(out).get("codec") == "randk" and kv(out).get("seed") == "7",
+      "randk payload: info reports the recorded seed (spec seed + call seed), decode works")
+
 # --- eval: keys, consistency with encode, zero error for plain fp32.
 rc, out, err = run("eval", "--spec", SPEC, A32)
 ev = kv(out)

@@ -15,6 +15,18 @@ namespace testq {
 
 using namespace pipecodec;
 
+inline spec quant_spec(uint32_t bits, group_kind gk, uint32_t gsize, scale_mode sm, rounding r, dtype sd) {
+  spec s;
+  s.codec = codec_id::quant;
+  s.quant.bits = uint8_t(bits);
+  s.quant.group = gk;
+  s.quant.group_size = gsize;
+  s.quant.scale = sm;
+  s.quant.round = r;
+  s.quant.scale_dtype = sd;
+  return s;
+}
+
 inline std::vector<uint8_t> encode(const spec& s, const std::vector<uint8_t>& in, dtype t, shape shp,
                                    uint64_t seed = 0) {
   std::vector<uint8_t> payload(encoded_bytes(s, shp));

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "../common/backend_checks.hpp"
+#include "../common/quant_check.hpp"
 #include "gpu_backend.hpp"
 
 using namespace pipecodec;
@@ -15,18 +16,7 @@ using namespace pipecodec;
 namespace {
 
 using testg::quick;
-
-spec quant_spec(uint32_t bits, group_kind gk, uint32_t gsize, scale_mode sm, rounding r, dtype sd) {
-  spec s;
-  s.codec = codec_id::quant;
-  s.quant.bits = uint8_t(bits);
-  s.quant.group = gk;
-  s.quant.group_size = gsize;
-  s.quant.scale = sm;
-  s.quant.round = r;
-  s.quant.scale_dtype = sd;
-  return s;
-}
+using testq::quant_spec;
 
 struct group_choice {
   group_kind kind;

@@ -10,22 +10,7 @@ using namespace pipecodec;
 using testq::check_nearest_bound;
 using testq::decode_f32;
 using testq::encode;
-
-namespace {
-
-spec quant_spec(uint32_t bits, group_kind gk, uint32_t gsize, scale_mode sm, rounding r, dtype sd) {
-  spec s;
-  s.codec = codec_id::quant;
-  s.quant.bits = uint8_t(bits);
-  s.quant.group = gk;
-  s.quant.group_size = gsize;
-  s.quant.scale = sm;
-  s.quant.round = r;
-  s.quant.scale_dtype = sd;
-  return s;
-}
-
-}  // namespace
+using testq::quant_spec;
 
 TEST_CASE("nearest rounding stays within the documented bound (random specs, shapes, dtypes)") {
   uint64_t rng = 42;

@@ -25,8 +25,14 @@ status dispatch_dtype(dtype t, F&& f) {
   return status::not_supported;
 }
 
+// Host and device: kernels that learn the bit width from a payload header only on the
+// device (decoding) dispatch with the same switch. Host callers pass host lambdas, hence
+// the exec-check pragma.
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
 template <class F>
-status dispatch_bits(uint32_t bits, F&& f) {
+PIPECODEC_HD status dispatch_bits(uint32_t bits, F&& f) {
   switch (bits) {
     case 1: return f(bits_c<1>{});
     case 2: return f(bits_c<2>{});
@@ -40,24 +46,6 @@ status dispatch_bits(uint32_t bits, F&& f) {
   }
 }
 
-#if defined(__CUDACC__)
-// The device twin of dispatch_bits, for kernels that learn the bit width from a payload
-// header only on the device (decoding): the same switch, callable from device code.
-template <class F>
-__device__ __forceinline__ status dispatch_bits_device(uint32_t bits, F&& f) {
-  switch (bits) {
-    case 1: return f(bits_c<1>{});
-    case 2: return f(bits_c<2>{});
-    case 3: return f(bits_c<3>{});
-    case 4: return f(bits_c<4>{});
-    case 5: return f(bits_c<5>{});
-    case 6: return f(bits_c<6>{});
-    case 7: return f(bits_c<7>{});
-    case 8: return f(bits_c<8>{});
-    default: return status::not_supported;
-  }
-}
-#endif
 
 // dtype x bits, the combination every quantization kernel is instantiated over.
 template <class F>

@@ -5,36 +5,53 @@
 
 #include "plain_format.hpp"
 #include "quant_format.hpp"
+#include "topk_format.hpp"
 
 namespace pipecodec {
 
 struct payload_info {
   header hdr{};       // common header fields (codec, dtype, shape, total size, flags)
   spec codec_spec{};  // the spec an encoder would need to produce this payload
-  uint64_t seed = 0;  // seed recorded in the payload (stochastic rounding), 0 if none
+  uint64_t seed = 0;  // seed recorded in the payload (stochastic rounding, randk positions), 0 if none
 };
 
 namespace detail {
 
-PIPECODEC_HD status inspect_quant(const void* payload, uint64_t len, payload_info& out) {
-  quant_payload qp;
-  const status st = parse_quant_payload(payload, len, qp);
-  if (!ok(st)) return st;
-  out.hdr = qp.hdr;
+// What each codec's parsed payload says about the spec that produced it.
+PIPECODEC_HD void describe(const quant_payload& qp, payload_info& out) {
   out.codec_spec.codec = codec_id::quant;
   out.codec_spec.quant = qp.q;
   out.seed = get_u64(qp.hdr.params + 16);
-  return status::success;
 }
 
-PIPECODEC_HD status inspect_plain(const void* payload, uint64_t len, payload_info& out) {
-  plain_payload pl;
-  const status st = parse_plain_payload(payload, len, pl);
-  if (!ok(st)) return st;
-  out.hdr = pl.hdr;
+PIPECODEC_HD void describe(const plain_payload& pl, payload_info& out) {
   out.codec_spec.codec = codec_id::plain;
   out.codec_spec.plain = pl.pp;
-  out.seed = 0;
+}
+
+// k is the resolved count per unit (a ratio is not recorded), the index layout the
+// resolved one; the recorded seed (spec seed + call seed) is reported as `seed`.
+PIPECODEC_HD void describe(const topk_payload& tp, payload_info& out) {
+  const topk_desc& d = tp.desc;
+  out.codec_spec.codec = d.codec;
+  topk_params& t = out.codec_spec.topk;
+  t.k = d.k;
+  t.scope = d.scope;
+  t.index = d.index;
+  t.values = d.values;
+  t.vquant = d.vquant;
+  t.shared_mask = d.shared_mask;
+  t.unbiased = d.unbiased;
+  out.seed = d.seed;
+}
+
+template <class Payload, class Parse>
+PIPECODEC_HD status inspect_as(const void* payload, uint64_t len, payload_info& out, Parse parse) {
+  Payload p;
+  const status st = parse(payload, len, p);
+  if (!ok(st)) return st;
+  out.hdr = p.hdr;
+  describe(p, out);
   return status::success;
 }
 
@@ -50,9 +67,16 @@ PIPECODEC_HD status inspect(const void* payload, size_t len, payload_info& out) 
   payload_info info;
   status r = status::not_supported;
   switch (h.codec) {
-    case codec_id::quant: r = detail::inspect_quant(payload, len, info); break;
-    case codec_id::plain: r = detail::inspect_plain(payload, len, info); break;
-    default: break;  // a codec this build knows by id but cannot inspect yet
+    case codec_id::quant:
+      r = detail::inspect_as<detail::quant_payload>(payload, len, info, detail::parse_quant_payload);
+      break;
+    case codec_id::plain:
+      r = detail::inspect_as<detail::plain_payload>(payload, len, info, detail::parse_plain_payload);
+      break;
+    case codec_id::topk:
+    case codec_id::randk:
+      r = detail::inspect_as<detail::topk_payload>(payload, len, info, detail::parse_topk_payload);
+      break;
   }
   if (ok(r)) out = info;
   return r;

@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(void* out, const 
   if (!ok(sa->code)) return;
   if (sa->codec == uint32_t(codec_id::quant)) {
     const quant_payload qp = *reinterpret_cast<const quant_payload*>(area + parsed_offset);
-    (void)dispatch_bits_device(qp.q.bits, [&](auto bc) {
+    (void)dispatch_bits(qp.q.bits, [&](auto bc) {
       decode_quant_warps<Out, decltype(bc)::value, Accumulate>(qp, out);
       return status::success;
     });
