@@ -3,7 +3,7 @@
 
 #include "../core/dispatch.hpp"
 #include "../core/plain_format.hpp"
-#include "overlap.hpp"
+#include "buffer_checks.hpp"
 
 namespace pipecodec::host::detail {
 
@@ -14,17 +14,10 @@ inline status encode_plain(const plain_params& pp, const_tensor_view in, void* p
   plain_layout L;
   if (!valid_dtype(uint8_t(pp.wire))) return status::invalid_spec;
   if (!make_plain_layout(pp, in.shp, L)) return status::size_overflow;
-  if (payload == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
-  if (capacity < L.total) return status::buffer_too_small;
-  if (overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
+  const status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
+  if (!ok(bad)) return bad;
   uint8_t* p = static_cast<uint8_t*>(payload);
-  header h;
-  h.codec = codec_id::plain;
-  h.type = in.type;
-  h.shp = in.shp;
-  h.total_bytes = L.total;
-  write_plain_params(h.params, pp);
-  write_header(p, h);
+  write_payload_header(p, codec_id::plain, in, L.total, [&](uint8_t* params) { write_plain_params(params, pp); });
   memset(p + L.data_offset, 0, L.total - L.data_offset);
   const status st = dispatch_dtype(in.type, [&](auto ic) {
     return dispatch_dtype(pp.wire, [&](auto wc) {
@@ -47,10 +40,8 @@ inline status decode_plain(const void* payload, size_t len, tensor_view out) {
   plain_payload pl;
   status st = parse_plain_payload(payload, len, pl);
   if (!ok(st)) return st;
-  if (pl.hdr.shp != out.shp) return status::shape_mismatch;
-  if (out.data == nullptr && pl.layout.n > 0) return status::invalid_argument;
-  if (overlaps(out.data, pl.layout.n * dtype_bytes(out.type), payload, pl.layout.total))
-    return status::aliasing;
+  st = check_decode_output(pl.hdr, pl.layout.n, out, payload);
+  if (!ok(st)) return st;
   if (!plain_padding_zero(pl)) return status::corrupt_payload;
   // The wire section may sit at any address: go through a properly aligned copy per element.
   const uint8_t* src = pl.bytes + pl.layout.data_offset;

@@ -7,7 +7,7 @@
 #include "../core/quant_format.hpp"
 #include "../core/quant_math.hpp"
 #include "chunk_simd.hpp"
-#include "overlap.hpp"
+#include "buffer_checks.hpp"
 
 namespace pipecodec::host::detail {
 
@@ -136,18 +136,13 @@ inline status encode_quant(const quant_params& q, const_tensor_view in, void* pa
   if (!valid_quant_params(q)) return status::invalid_spec;
   quant_layout L;
   if (!make_quant_layout(q, in.shp, L)) return status::size_overflow;
-  if (payload == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
-  if (capacity < L.total) return status::buffer_too_small;
-  if (overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
+  const status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
+  if (!ok(bad)) return bad;
 
   uint8_t* p = static_cast<uint8_t*>(payload);
-  header h;
-  h.codec = codec_id::quant;
-  h.type = in.type;
-  h.shp = in.shp;
-  h.total_bytes = L.total;
-  write_quant_params(h.params, q, L.group_len, q.round == rounding::stochastic ? seed : 0);
-  write_header(p, h);
+  write_payload_header(p, codec_id::quant, in, L.total, [&](uint8_t* params) {
+    write_quant_params(params, q, L.group_len, q.round == rounding::stochastic ? seed : 0);
+  });
   // Every scale and every chunk's planes are written below; only the section paddings
   // remain, and padding is zero on the wire.
   const uint64_t params_end = L.params_offset + L.groups * L.scale_bytes * (L.has_offset ? 2u : 1u);
@@ -177,10 +172,8 @@ inline status decode_quant(const void* payload, size_t len, tensor_view out) {
   quant_payload qp;
   status st = parse_quant_payload(payload, len, qp);
   if (!ok(st)) return st;
-  if (qp.hdr.shp != out.shp) return status::shape_mismatch;
-  if (out.data == nullptr && qp.layout.n > 0) return status::invalid_argument;
-  if (overlaps(out.data, qp.layout.n * dtype_bytes(out.type), payload, qp.layout.total))
-    return status::aliasing;
+  st = check_decode_output(qp.hdr, qp.layout.n, out, payload);
+  if (!ok(st)) return st;
   if (!quant_padding_zero(qp)) return status::corrupt_payload;
   for (uint64_t g = 0; g < qp.layout.groups; ++g)
     if (!valid_stored_group(qp, g)) return status::corrupt_payload;

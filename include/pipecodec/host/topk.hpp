@@ -3,7 +3,7 @@
 // from a paired TopK payload.
 #pragma once
 
-#include "overlap.hpp"
+#include "buffer_checks.hpp"
 #include "quant.hpp"
 #include "topk_read.hpp"
 #include "topk_select.hpp"
@@ -64,22 +64,15 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const topk
   topk_layout L;
   if (!make_topk_layout(d, in.shp, L)) return status::invalid_spec;
   const topk_workspace W = make_topk_workspace(d, L);
-  if (payload == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
-  if (capacity < L.total) return status::buffer_too_small;
+  const status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
+  if (!ok(bad)) return bad;
   if (ws_size < workspace_request(W.used)) return status::workspace_too_small;
   if (ws == nullptr) return status::invalid_argument;
-  if (overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total) ||
-      overlaps(ws, ws_size, payload, L.total) || overlaps(ws, ws_size, in.data, L.n * dtype_bytes(in.type)))
+  if (overlaps(ws, ws_size, payload, L.total) || overlaps(ws, ws_size, in.data, L.n * dtype_bytes(in.type)))
     return status::aliasing;
 
   uint8_t* p = static_cast<uint8_t*>(payload);
-  header h;
-  h.codec = d.codec;
-  h.type = in.type;
-  h.shp = in.shp;
-  h.total_bytes = L.total;
-  write_topk_params(h.params, d);
-  write_header(p, h);
+  write_payload_header(p, d.codec, in, L.total, [&](uint8_t* params) { write_topk_params(params, d); });
   memset(p + header_bytes, 0, L.total - header_bytes);  // padding and bitmap start at zero
 
   uint8_t* wsb = align16_ptr(ws);
@@ -205,12 +198,9 @@ inline status scatter(const topk_payload& tp, const topk_payload* mask, tensor_v
 
 inline status check_output(const topk_payload& tp, const void* payload, tensor_view out, const void* ws,
                            size_t ws_size) {
-  if (tp.hdr.shp != out.shp) return status::shape_mismatch;
-  if (out.data == nullptr && tp.layout.n > 0) return status::invalid_argument;
-  const uint64_t out_bytes = tp.layout.n * dtype_bytes(out.type);
-  if (overlaps(out.data, out_bytes, payload, tp.hdr.total_bytes) || overlaps(out.data, out_bytes, ws, ws_size))
-    return status::aliasing;
-  return status::success;
+  const status st = check_decode_output(tp.hdr, tp.layout.n, out, payload);
+  if (!ok(st)) return st;
+  return overlaps(out.data, tp.layout.n * dtype_bytes(out.type), ws, ws_size) ? status::aliasing : status::success;
 }
 
 // Validates the whole payload before writing, so a rejected payload leaves `out` untouched.

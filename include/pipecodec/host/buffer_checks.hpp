@@ -1,0 +1,44 @@
+// The checks every host encoder and decoder makes on the caller's buffers, in one order, so
+// each bad argument gives the same status whichever codec it reaches.
+#pragma once
+
+#include "../core/format.hpp"
+#include "../core/shape.hpp"
+#include "../core/status.hpp"
+#include "overlap.hpp"
+
+namespace pipecodec::host::detail {
+
+using namespace pipecodec::detail;
+
+// Encoder side: `in` holds n elements, the payload needs `total` of `capacity` bytes.
+inline status check_encode_buffers(const_tensor_view in, uint64_t n, const void* payload, size_t capacity,
+                                   uint64_t total) {
+  if (payload == nullptr || (in.data == nullptr && n > 0)) return status::invalid_argument;
+  if (capacity < total) return status::buffer_too_small;
+  if (overlaps(in.data, n * dtype_bytes(in.type), payload, total)) return status::aliasing;
+  return status::success;
+}
+
+// Decoder side, after the payload parsed: `out` must have its shape and not overlap it.
+inline status check_decode_output(const header& h, uint64_t n, tensor_view out, const void* payload) {
+  if (h.shp != out.shp) return status::shape_mismatch;
+  if (out.data == nullptr && n > 0) return status::invalid_argument;
+  if (overlaps(out.data, n * dtype_bytes(out.type), payload, h.total_bytes)) return status::aliasing;
+  return status::success;
+}
+
+// Writes the common header of a payload of `total` bytes encoding `in`; `params` fills the
+// codec's parameter bytes.
+template <class Params>
+inline void write_payload_header(uint8_t* p, codec_id codec, const_tensor_view in, uint64_t total, Params&& params) {
+  header h;
+  h.codec = codec;
+  h.type = in.type;
+  h.shp = in.shp;
+  h.total_bytes = total;
+  params(h.params);
+  write_header(p, h);
+}
+
+}  // namespace pipecodec::host::detail
