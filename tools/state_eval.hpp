@@ -1,4 +1,4 @@
-// Driver behind `pipecodec eval --state ef|ef21|aqsgd`: runs a sender and a receiver of a
+// Driver behind `pipecodec eval --state ef|ef-sample|ef21|aqsgd`: runs a sender and a receiver of a
 // stateful scheme over successive step tensors of one boundary and reports, per step, the
 // bytes on the wire and the relative L2 error of the receiver's tensor, then whether the two
 // sides' states ended bit-identical. Loading .npy files is the CLI's job, not this header's.
@@ -12,10 +12,11 @@
 #include "pipecodec/host/aqsgd.hpp"
 #include "pipecodec/host/ef.hpp"
 #include "pipecodec/host/ef21.hpp"
+#include "pipecodec/host/ef_sample.hpp"
 
 namespace pipecodec::tools {
 
-enum class state_scheme { ef, ef21, aqsgd };
+enum class state_scheme { ef, ef_sample, ef21, aqsgd };
 
 struct state_eval_options {
   state_scheme scheme = state_scheme::ef21;
@@ -34,8 +35,8 @@ struct state_eval_step {
 
 struct state_eval_result {
   std::vector<state_eval_step> steps;
-  // EF21, AQ-SGD: sender and receiver state equal byte for byte. EF has no receiver state:
-  // reported true once every payload decoded.
+  // EF21, AQ-SGD: sender and receiver state equal byte for byte. EF (either kind) has no
+  // receiver state: reported true once every payload decoded.
   bool state_equal = false;
 };
 
@@ -87,16 +88,16 @@ inline status eval_tensor_scheme(const state_eval_options& o, const std::vector<
   return status::success;
 }
 
-inline status eval_aqsgd(const state_eval_options& o, const std::vector<const_tensor_view>& steps,
-                         const std::vector<const uint64_t*>& ids, state_eval_result& res) {
+// The per-sample store's config for AQ-SGD or per-sample EF: capacity = distinct ids seen.
+inline status sample_config(const state_eval_options& o, const std::vector<const_tensor_view>& steps,
+                            const std::vector<const uint64_t*>& ids, host::aqsgd_config& c, uint64_t& max_rows) {
   if (ids.size() != steps.size()) return status::invalid_argument;
-  host::aqsgd_config c;
   c.codec = o.codec;
   c.warmup = o.warmup;
   c.cols = steps.front().shp.cols;
   c.state_type = o.state_type;
   std::unordered_set<uint64_t> distinct;
-  uint64_t max_rows = 0;
+  max_rows = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].shp.cols != c.cols) return status::shape_mismatch;
     if (ids[i] == nullptr && steps[i].shp.rows > 0) return status::invalid_argument;
@@ -104,6 +105,38 @@ inline status eval_aqsgd(const state_eval_options& o, const std::vector<const_te
     distinct.insert(ids[i], ids[i] + steps[i].shp.rows);
   }
   c.capacity = std::max<uint64_t>(1, distinct.size());
+  return status::success;
+}
+
+inline status eval_ef_sample(const state_eval_options& o, const std::vector<const_tensor_view>& steps,
+                             const std::vector<const uint64_t*>& ids, state_eval_result& res) {
+  host::aqsgd_config c;
+  uint64_t max_rows = 0;
+  status st = sample_config(o, steps, ids, c, max_rows);
+  host::ef_sample_state ef;
+  if (ok(st)) st = ef.init(c, max_rows);
+  if (!ok(st)) return st;
+  std::vector<uint8_t> payload(ef.payload_bytes());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const shape shp(steps[i].shp.rows, c.cols);
+    std::vector<float> out(shp.size());
+    size_t len = 0;
+    st = ef.encode(ids[i], const_tensor_view(steps[i].data, steps[i].type, shp), payload.data(), payload.size(),
+                   o.seed + i, &len);
+    if (ok(st)) st = host::decode(payload.data(), len, tensor_view{out.data(), dtype::f32, shp});
+    if (!ok(st)) return st;
+    res.steps.push_back({i + 1, len, rel_l2(steps[i], out)});
+  }
+  res.state_equal = true;
+  return status::success;
+}
+
+inline status eval_aqsgd(const state_eval_options& o, const std::vector<const_tensor_view>& steps,
+                         const std::vector<const uint64_t*>& ids, state_eval_result& res) {
+  host::aqsgd_config c;
+  uint64_t max_rows = 0;
+  const status cs = sample_config(o, steps, ids, c, max_rows);
+  if (!ok(cs)) return cs;
   host::aqsgd_state tx, rx;
   status st = tx.init(c, max_rows);
   if (ok(st)) st = rx.init(c, max_rows);
@@ -127,14 +160,15 @@ inline status eval_aqsgd(const state_eval_options& o, const std::vector<const_te
 
 }  // namespace detail
 
-// Runs the scheme over `steps` (EF, EF21: all of one shape; AQ-SGD: rows = samples, same
-// cols, ids[i] holds steps[i].shp.rows sample ids; the store's capacity is the number of
-// distinct ids). On error `res` holds the steps completed so far.
+// Runs the scheme over `steps` (EF, EF21: all of one shape; AQ-SGD, per-sample EF: rows =
+// samples, same cols, ids[i] holds steps[i].shp.rows sample ids; the store's capacity is the
+// number of distinct ids). On error `res` holds the steps completed so far.
 inline status state_eval(const state_eval_options& o, const std::vector<const_tensor_view>& steps,
                          const std::vector<const uint64_t*>& ids, state_eval_result& res) {
   res = state_eval_result{};
   if (steps.empty()) return status::invalid_argument;
   if (o.scheme == state_scheme::aqsgd) return detail::eval_aqsgd(o, steps, ids, res);
+  if (o.scheme == state_scheme::ef_sample) return detail::eval_ef_sample(o, steps, ids, res);
   return detail::eval_tensor_scheme(o, steps, res);
 }
 

@@ -304,6 +304,18 @@ rows = state_lines(out, 4)
 check(rc == 0 and rows is not None and [b for b, _ in rows] == [warm, warm, delta, delta] and rows[1][1] == 0,
       "aqsgd --warmup-steps 2: two exact warm frames, then deltas")
 
+# Per-sample EF: when every row keeps its sample it is classic EF, line for line; when the
+# samples change rows, their residuals follow them and the output differs.
+rc_e, out_e, _ = run("eval", "--spec", QS, "--state", "ef", S0, S1, S2, S1)
+rc, out, err = run("eval", "--spec", QS, "--state", "ef-sample", "--ids", ID4, S0, S1, S2, S1)
+check(rc == 0 and rc_e == 0 and err == "" and state_lines(out, 4) is not None and out == out_e,
+      "eval --state ef-sample with fixed ids = eval --state ef")
+IDR = ids_file("idsr.npy", [list(range(SR)), list(range(SR))[::-1], list(range(SR)), list(range(SR))])
+rc, out, _ = run("eval", "--spec", QS, "--state", "ef-sample", "--ids", IDR, S0, S1, S2, S1)
+rows = state_lines(out, 4)
+check(rc == 0 and rows is not None and all(b == qbytes for b, _ in rows) and out != out_e and out.endswith("yes\n"),
+      "eval --state ef-sample: shuffled rows move the residuals (output differs from ef)")
+
 # --- every bad input: non-zero exit, nothing on stdout, exactly one line on stderr.
 good = open(path("q.pc"), "rb").read()
 corrupt = bytearray(good)
@@ -368,6 +380,7 @@ cases = [
     ("decode: bad --dtype", ["decode", "--dtype", "int8", path("q.pc"), path("o.npy")]),
     ("decode: bf16 into a .npy name", ["decode", "--dtype", "bf16", path("q.pc"), path("o.npy")], "bf16"),
     ("state: aqsgd without --ids", ["eval", *spec, "--state", "aqsgd", S0, S1], "--ids"),
+    ("state: ef-sample without --ids", ["eval", *spec, "--state", "ef-sample", S0, S1], "--ids"),
     ("state: ids for fewer steps", ["eval", *spec, "--state", "aqsgd", "--ids", ID4, S0, S1, S1], "ids"),
     ("state: ids row length != step rows", ["eval", *spec, "--state", "aqsgd", "--ids", ids_file("ids7.npy", [list(range(7))] * 2), S0, S1], "rows"),
     ("state: ids 1-D", ["eval", *spec, "--state", "aqsgd", "--ids", write("ids1d.npy", npy_bytes("<i8", (SR,), struct.pack("<%dq" % SR, *range(SR)))), S0], "ids"),

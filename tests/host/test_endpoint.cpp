@@ -195,6 +195,39 @@ TEST_CASE("endpoint: AQ-SGD keeps one m per sample id on both sides") {
   CHECK(l.wire_codec() == codec_id::quant);
 }
 
+TEST_CASE("endpoint: EF with scope=sample keeps one residual per sample id, batches of any size") {
+  const shape s(4, 64);
+  const policy p = parse("fwd=quant:bits=2+ef(scope=sample,dtype=fp16)");
+  link l(p, 0, direction::fwd, s, /*samples=*/8);
+  host::aqsgd_config c;  // the same scheme driven directly
+  c.codec = p.all.fwd.codec;
+  c.cols = s.cols;
+  c.state_type = dtype::f16;
+  c.capacity = 8;
+  host::ef_sample_state ref;
+  REQUIRE(ok(ref.init(c, s.rows)));
+  std::vector<uint8_t> want(ref.payload_bytes());
+  const uint64_t batches[4][4] = {{3, 9, 1, 12}, {12, 5, 3, 0}, {1, 0, 0, 0}, {9, 3, 12, 1}};
+  const uint64_t rows[4] = {4, 3, 1, 4};  // smaller batches are fine: no per-row tensor
+  for (uint64_t t = 0; t < 4; ++t) {
+    CAPTURE(t);
+    const shape bs(rows[t], s.cols);
+    const auto x = testdata::activations(bs.size(), 23 + t);
+    const step_info at = training(t, 0, batches[t]);
+    REQUIRE(ok(l.tx.encode({x.data(), dtype::f32, bs}, at, l.wire.data(), l.wire.size(), &l.len)));
+    size_t len = 0;
+    REQUIRE(ok(ref.encode(batches[t], {x.data(), dtype::f32, bs}, want.data(), want.size(), at.seed, &len)));
+    REQUIRE(len == l.len);
+    CHECK(std::memcmp(want.data(), l.wire.data(), len) == 0);
+    std::vector<float> out(bs.size());
+    REQUIRE(ok(l.rx.decode(l.wire.data(), l.len, {out.data(), dtype::f32, bs}, at)));  // no ids needed
+  }
+  CHECK(ref.count() == 5);
+  // Training calls need the sample ids.
+  const auto x = testdata::activations(s.size(), 29);
+  CHECK(l.send(x, training(9)) == status::invalid_argument);
+}
+
 TEST_CASE("endpoint: memory comes from the runtime's allocator") {
   struct counts {
     int live = 0, calls = 0, fail_after = 1 << 30;

@@ -82,6 +82,8 @@ TEST_CASE("to_string round-trips, overrides included") {
       "fwd=quant:bits=4,group=row,round=stochastic+ef; bwd=plain:dtype=bf16; infer=plain",
       "fwd=topk:k=17,values=quant,bits=4+ef21; warmup=100; b1.fwd=plain; b3.warmup=2epochs",
       "bwd=topk:ratio=0.05,mask=shared; fwd=quant:bits=2+aqsgd(store=device,dtype=bf16,capacity=60000)",
+      "fwd=topk:ratio=0.1,scope=row+ef(scope=sample,dtype=fp16,capacity=60000); bwd=quant:bits=8+ef(dtype=bf16)",
+      "fwd=topk:ratio=0.1,scope=row+ef(scope=sample); b2.fwd=quant:bits=4+ef(scope=batch)",
   };
   for (const char* t : texts) {
     const policy p = parse_ok(t);
@@ -95,6 +97,23 @@ TEST_CASE("to_string round-trips, overrides included") {
   CHECK(parse_ok("fwd=quant:bits=4") != parse_ok("fwd=quant:bits=5"));
   CHECK(parse_ok("b1.fwd=quant:bits=4") != parse_ok("b2.fwd=quant:bits=4"));
   CHECK(parse_ok("fwd=quant+aqsgd(dtype=fp16)") != parse_ok("fwd=quant+aqsgd"));
+  CHECK(parse_ok("fwd=quant+ef(scope=sample)") != parse_ok("fwd=quant+ef"));
+  CHECK(parse_ok("fwd=quant+ef(scope=sample,capacity=9)") != parse_ok("fwd=quant+ef(scope=sample)"));
+  CHECK(parse_ok("fwd=quant+ef(dtype=bf16)") != parse_ok("fwd=quant+ef"));
+}
+
+TEST_CASE("ef options: per-sample residuals, storage dtype, canonical text") {
+  const policy p = parse_ok("fwd=topk:ratio=0.1,scope=row+ef(scope=sample,dtype=fp16,capacity=600)");
+  const state_spec& st = p.all.fwd.state;
+  CHECK(st.scheme == state_scheme::ef);
+  CHECK(st.ef.scope == ef_scope::sample);
+  CHECK(st.ef.storage == dtype::f16);
+  CHECK(st.ef.capacity == 600);
+  CHECK(to_string(p.all.fwd) == "topk:ratio=0.1,scope=row,index=auto,values=fp32+ef(scope=sample,dtype=fp16,capacity=600)");
+  // The defaults keep the short form, so existing policy strings stay canonical.
+  CHECK(to_string(parse_ok("fwd=quant:bits=4+ef(scope=batch,dtype=fp32)").all.fwd) ==
+        to_string(parse_ok("fwd=quant:bits=4+ef").all.fwd));
+  CHECK(parse_ok("fwd=quant:bits=4+ef").all.fwd.state.ef.scope == ef_scope::batch);
 }
 
 TEST_CASE("errors name the bad token and leave the output untouched") {
@@ -111,7 +130,11 @@ TEST_CASE("errors name the bad token and leave the output untouched") {
   CHECK(parse_error("fwd=quant+aqsgd(store=disk)").find("'store=disk'") != std::string::npos);
   CHECK(parse_error("fwd=quant+aqsgd(color=red)").find("'color'") != std::string::npos);
   CHECK(parse_error("fwd=quant+aqsgd(store=host").find("missing ')'") != std::string::npos);
-  CHECK(parse_error("fwd=quant+ef(x=1)").find("'ef'") != std::string::npos);
+  CHECK(parse_error("fwd=quant+ef(x=1)").find("unknown ef option 'x'") != std::string::npos);
+  CHECK(parse_error("fwd=quant+ef21(dtype=fp16)").find("'ef21'") != std::string::npos);
+  CHECK(parse_error("fwd=quant+ef(scope=row)").find("'scope=row'") != std::string::npos);
+  CHECK(parse_error("fwd=quant+ef(store=host)").find("'store'") != std::string::npos);
+  CHECK(parse_error("fwd=quant+ef(capacity=5)").find("needs scope=sample") != std::string::npos);
   CHECK(parse_error("warmup=3weeks").find("'weeks'") != std::string::npos);
   CHECK(parse_error("warmup=epochs").find("'epochs'") != std::string::npos);
   CHECK(parse_error("infer=maybe").find("'maybe'") != std::string::npos);

@@ -13,7 +13,7 @@ namespace cli {
 // eval --spec SPEC [--seed N] [--dtype T --shape S] IN: size and error of one round trip
 // (decoded into the input's dtype) and the best-of-runs encode/decode throughput, counted
 // in input bytes per second.
-// With --state ef|ef21|aqsgd the stateful evaluation over several steps runs instead
+// With --state ef|ef-sample|ef21|aqsgd the stateful evaluation over several steps runs instead
 // (eval_state.hpp); its options are refused without --state.
 inline void run_eval(int argc, char** argv) {
   const args a =

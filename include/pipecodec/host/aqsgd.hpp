@@ -125,6 +125,48 @@ inline status plan_rows(const aqsgd_store& s, const uint64_t* ids, uint64_t rows
   return status::success;
 }
 
+// Everything a sender step over a batch checks before it touches its store (AQ-SGD and
+// per-sample EF, host/ef_sample.hpp): config, store, batch shape and views, the workspace
+// split, aliasing with the output buffer, then the row plan (duplicates, capacity).
+inline status prepare_batch(const aqsgd_config& c, const aqsgd_store& s, const uint64_t* ids,
+                            const_tensor_view batch, const void* out, size_t capacity, void* workspace,
+                            size_t workspace_size, aqsgd_ws& w, uint64_t& unseen) {
+  status st = check_config(c);
+  if (ok(st)) st = check_store(c, s);
+  if (!ok(st)) return st;
+  const uint64_t rows = batch.shp.rows;
+  if (batch.shp.cols != c.cols || rows > max_elements / c.cols) return status::shape_mismatch;
+  if (!valid_view(batch.data, rows) || !valid_view(ids, rows) || out == nullptr) return status::invalid_argument;
+  st = split_aqsgd_ws(c, rows, workspace, workspace_size, w);
+  if (!ok(st)) return st;
+  if (overlaps(workspace, workspace_size, out, capacity) || overlaps(s.rows.data, aqsgd_rows_bytes(c), out, capacity))
+    return status::aliasing;
+  return plan_rows(s, ids, rows, w.ids, w.slots, unseen);
+}
+
+// Owner of a per-sample store (table and zeroed rows) and a workspace, memory from an allocator.
+class owned_store {
+ public:
+  [[nodiscard]] status allocate(const aqsgd_config& c, size_t workspace, const allocator& a) {
+    status st = table_.allocate(size_t(aqsgd_table_bytes(c.capacity)), a);
+    if (ok(st)) st = rows_.allocate(size_t(aqsgd_rows_bytes(c)), a);
+    if (ok(st)) st = ws_.allocate(workspace, a);
+    if (ok(st)) st = init_aqsgd_table(table_.data(), table_.size(), c.capacity, store_.table);
+    if (!ok(st)) return st;
+    memset(rows_.data(), 0, rows_.size());
+    store_.rows = tensor_view{rows_.data(), c.state_type, shape(c.capacity, c.cols)};
+    return status::success;
+  }
+  const aqsgd_store& store() const { return store_; }
+  void* ws() const { return ws_.data(); }
+  size_t ws_size() const { return ws_.size(); }
+  uint64_t count() const { return store_.table.words ? store_.table.count() : 0; }
+
+ private:
+  aqsgd_store store_{};
+  owned_bytes table_, rows_, ws_;
+};
+
 // Loads m of the delta rows into their fp32 scratch rows, ready for decode_accumulate.
 template <dtype T>
 inline void gather_delta(const aqsgd_store& s, const uint8_t* kinds, const uint64_t* slots,
@@ -224,22 +266,11 @@ inline status aqsgd_encode(const aqsgd_config& c, const aqsgd_store& s, const ui
                            void* workspace, size_t workspace_size, uint64_t seed = 0,
                            size_t* written = nullptr) {
   using namespace detail;
-  status st = check_config(c);
-  if (ok(st)) st = check_store(c, s);
+  aqsgd_ws w;
+  uint64_t unseen = 0;
+  status st = prepare_batch(c, s, ids, batch, message, capacity, workspace, workspace_size, w, unseen);
   if (!ok(st)) return st;
   const uint64_t rows = batch.shp.rows;
-  if (batch.shp.cols != c.cols || rows > max_elements / c.cols) return status::shape_mismatch;
-  if (!valid_view(batch.data, rows) || !valid_view(ids, rows) || message == nullptr)
-    return status::invalid_argument;
-  aqsgd_ws w;
-  st = split_aqsgd_ws(c, rows, workspace, workspace_size, w);
-  if (!ok(st)) return st;
-  if (overlaps(workspace, workspace_size, message, capacity) ||
-      overlaps(s.rows.data, aqsgd_rows_bytes(c), message, capacity))
-    return status::aliasing;
-  uint64_t unseen = 0;
-  st = plan_rows(s, ids, rows, w.ids, w.slots, unseen);
-  if (!ok(st)) return st;
 
   aqsgd_frame f;
   f.rows = rows;
@@ -356,38 +387,32 @@ class aqsgd_state {
     if (!ok(st)) return st;
     const size_t msg = aqsgd_message_bytes(c, max_rows);
     if (msg == 0) return status::invalid_spec;
-    st = table_.allocate(size_t(aqsgd_table_bytes(c.capacity)), a);
-    if (ok(st)) st = rows_.allocate(size_t(aqsgd_rows_bytes(c)), a);
-    if (ok(st)) st = ws_.allocate(aqsgd_workspace_bytes(c, max_rows), a);
-    if (ok(st)) st = init_aqsgd_table(table_.data(), table_.size(), c.capacity, store_.table);
+    st = mem_.allocate(c, aqsgd_workspace_bytes(c, max_rows), a);
     if (!ok(st)) return st;
-    memset(rows_.data(), 0, rows_.size());
-    store_.rows = tensor_view{rows_.data(), c.state_type, shape(c.capacity, c.cols)};
     cfg_ = c;
     message_bytes_ = msg;
     return status::success;
   }
   [[nodiscard]] status encode(const uint64_t* ids, const_tensor_view batch, bool warmup, void* message,
                               size_t capacity, uint64_t seed = 0, size_t* written = nullptr) {
-    return aqsgd_encode(cfg_, store_, ids, batch, warmup, message, capacity, ws_.data(), ws_.size(), seed,
+    return aqsgd_encode(cfg_, store(), ids, batch, warmup, message, capacity, mem_.ws(), mem_.ws_size(), seed,
                         written);
   }
   [[nodiscard]] status decode(const void* message, size_t len, const uint64_t* expected_ids,
                               tensor_view out = {}) {
-    return aqsgd_decode(cfg_, store_, message, len, expected_ids, out, ws_.data(), ws_.size());
+    return aqsgd_decode(cfg_, store(), message, len, expected_ids, out, mem_.ws(), mem_.ws_size());
   }
   // Capacity a message buffer needs for a batch of up to max_rows samples.
   size_t message_bytes() const { return message_bytes_; }
   const aqsgd_config& config() const { return cfg_; }
-  const aqsgd_store& store() const { return store_; }
-  uint64_t count() const { return store_.table.words ? store_.table.count() : 0; }
+  const aqsgd_store& store() const { return mem_.store(); }
+  uint64_t count() const { return mem_.count(); }
   aqsgd_memory memory() const { return aqsgd_memory_use(cfg_, count()); }
 
  private:
   aqsgd_config cfg_{};
-  aqsgd_store store_{};
   size_t message_bytes_ = 0;
-  owned_bytes table_, rows_, ws_;
+  detail::owned_store mem_;
 };
 
 }  // namespace pipecodec::host

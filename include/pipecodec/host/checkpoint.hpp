@@ -42,9 +42,9 @@ inline checkpoint_header tensor_checkpoint(checkpoint_kind k, const_tensor_view 
   return h;
 }
 
-inline checkpoint_header store_checkpoint(const aqsgd_config& c, const aqsgd_store& s) {
+inline checkpoint_header store_checkpoint(checkpoint_kind k, const aqsgd_config& c, const aqsgd_store& s) {
   checkpoint_header h;
-  h.kind = checkpoint_kind::aqsgd_store;
+  h.kind = k;
   h.type = c.state_type;
   h.shp = shape(c.cols);
   h.capacity = c.capacity;
@@ -79,28 +79,36 @@ inline size_t checkpoint_bytes(const_tensor_view state) {
   return size_t(detail::tensor_checkpoint(checkpoint_kind::ef_residual, state).total_bytes);
 }
 inline size_t checkpoint_bytes(const aqsgd_config& c, const aqsgd_store& s) {
-  return size_t(detail::store_checkpoint(c, s).total_bytes);
+  return size_t(detail::store_checkpoint(checkpoint_kind::aqsgd_store, c, s).total_bytes);
 }
 
 // Saves an EF residual (kind ef_residual) or an EF21 g (kind ef21_state).
 template <class Sink>
 status save_checkpoint(checkpoint_kind k, const_tensor_view state, Sink&& sink) {
   uint64_t n = 0;
-  if (k == checkpoint_kind::aqsgd_store || !state.shp.count(n) || n > max_elements) return status::invalid_argument;
+  if (k != checkpoint_kind::ef_residual && k != checkpoint_kind::ef21_state) return status::invalid_argument;
+  if (!state.shp.count(n) || n > max_elements) return status::invalid_argument;
   if (!detail::valid_view(state.data, n)) return status::invalid_argument;
   const checkpoint_header h = detail::tensor_checkpoint(k, state);
   return detail::write_checkpoint(h, state.data, n * dtype_bytes(state.type), nullptr, 0, sink);
 }
 
-// Saves an AQ-SGD store: ids by slot and the rows of m for the samples stored.
+// Saves a per-sample store, kind aqsgd_store (AQ-SGD m) or ef_sample_store (per-sample EF
+// residuals, host/ef_sample.hpp): ids by slot and the rows of the samples stored.
 template <class Sink>
-status save_checkpoint(const aqsgd_config& c, const aqsgd_store& s, Sink&& sink) {
+status save_checkpoint(checkpoint_kind k, const aqsgd_config& c, const aqsgd_store& s, Sink&& sink) {
   status st = detail::check_config(c);
   if (ok(st)) st = detail::check_store(c, s);
   if (!ok(st)) return st;
-  const checkpoint_header h = detail::store_checkpoint(c, s);
+  if (k != checkpoint_kind::aqsgd_store && k != checkpoint_kind::ef_sample_store) return status::invalid_argument;
+  const checkpoint_header h = detail::store_checkpoint(k, c, s);
   return detail::write_checkpoint(h, s.table.ids_by_slot(), 8 * h.count, s.rows.data,
                                   h.count * c.cols * dtype_bytes(c.state_type), sink);
+}
+
+template <class Sink>
+status save_checkpoint(const aqsgd_config& c, const aqsgd_store& s, Sink&& sink) {
+  return save_checkpoint(checkpoint_kind::aqsgd_store, c, s, sink);
 }
 
 // Restores a tensor state saved with the same kind, dtype and shape.
@@ -115,16 +123,17 @@ inline status restore_checkpoint(const void* buf, size_t len, checkpoint_kind k,
   return status::success;
 }
 
-// Restores an AQ-SGD store (same cols and dtype; the target's capacity may differ but must
-// hold the saved samples). Rows beyond the restored count are zeroed.
-inline status restore_checkpoint(const void* buf, size_t len, const aqsgd_config& c, const aqsgd_store& s) {
+// Restores a per-sample store saved with the same kind (same cols and dtype; the target's
+// capacity may differ but must hold the saved samples). Rows beyond the restored count are zeroed.
+inline status restore_checkpoint(const void* buf, size_t len, checkpoint_kind k, const aqsgd_config& c,
+                                 const aqsgd_store& s) {
   status st = detail::check_config(c);
   if (ok(st)) st = detail::check_store(c, s);
   if (!ok(st)) return st;
   checkpoint_header h;
   st = detail::parse_checkpoint(buf, len, h);
   if (!ok(st)) return st;
-  if (!h.is_store() || h.type != c.state_type || h.shp.cols != c.cols) return status::state_mismatch;
+  if (h.kind != k || !h.is_store() || h.type != c.state_type || h.shp.cols != c.cols) return status::state_mismatch;
   if (h.count > c.capacity) return status::capacity_exceeded;
   const uint8_t* ids = static_cast<const uint8_t*>(buf) + checkpoint_header_bytes;
   if (!s.table.rebuild_buckets(ids, h.count)) {
@@ -137,6 +146,10 @@ inline status restore_checkpoint(const void* buf, size_t len, const aqsgd_config
   memcpy(s.rows.data, ids + h.section0(), size_t(h.count * row_bytes));
   memset(static_cast<uint8_t*>(s.rows.data) + h.count * row_bytes, 0, size_t((c.capacity - h.count) * row_bytes));
   return status::success;
+}
+
+inline status restore_checkpoint(const void* buf, size_t len, const aqsgd_config& c, const aqsgd_store& s) {
+  return restore_checkpoint(buf, len, checkpoint_kind::aqsgd_store, c, s);
 }
 
 // File helpers: save streams to `path`; restore reads the whole file into malloc memory

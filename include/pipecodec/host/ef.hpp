@@ -21,15 +21,9 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
                         size_t* written = nullptr) {
   using namespace detail;
   uint64_t n = 0;
-  if (!x.shp.count(n) || n > max_elements) return status::invalid_shape;
-  if (residual.shp != x.shp) return status::state_mismatch;
-  if (!valid_view(x.data, n) || !valid_view(residual.data, n)) return status::invalid_argument;
   state_workspace ws;
-  status st = split_workspace(workspace, workspace_size, n, workspace_bytes(s, x.shp), ws);
+  status st = check_tensor_step(s, x, residual, payload, capacity, workspace, workspace_size, n, ws);
   if (!ok(st)) return st;
-  if (overlaps(residual.data, n * dtype_bytes(residual.type), payload, capacity) ||
-      overlaps(workspace, workspace_size, payload, capacity))
-    return status::aliasing;
   // v = x + e, then payload = C(v).
   st = dispatch_dtype(x.type, [&](auto xc) {
     return dispatch_dtype(residual.type, [&](auto ec) {

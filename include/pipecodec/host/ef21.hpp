@@ -20,15 +20,9 @@ inline status ef21_encode(const spec& s, const_tensor_view x, tensor_view g, voi
                           size_t* written = nullptr) {
   using namespace detail;
   uint64_t n = 0;
-  if (!x.shp.count(n) || n > max_elements) return status::invalid_shape;
-  if (g.shp != x.shp) return status::state_mismatch;
-  if (!valid_view(x.data, n) || !valid_view(g.data, n)) return status::invalid_argument;
   state_workspace ws;
-  status st = split_workspace(workspace, workspace_size, n, workspace_bytes(s, x.shp), ws);
+  status st = check_tensor_step(s, x, g, payload, capacity, workspace, workspace_size, n, ws);
   if (!ok(st)) return st;
-  if (overlaps(g.data, n * dtype_bytes(g.type), payload, capacity) ||
-      overlaps(workspace, workspace_size, payload, capacity))
-    return status::aliasing;
   st = sub_to_f32(x.data, x.type, g.data, g.type, n, ws.f32);
   if (!ok(st)) return st;
   size_t len = 0;

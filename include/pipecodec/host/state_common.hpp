@@ -11,6 +11,8 @@ namespace pipecodec::host::detail {
 
 using namespace pipecodec::detail;
 
+inline bool valid_view(const void* data, uint64_t n) { return data != nullptr || n == 0; }
+
 // Splits a workspace into an fp32 scratch tensor of n elements and the codec's workspace.
 struct state_workspace {
   float* f32 = nullptr;
@@ -29,6 +31,23 @@ inline status split_workspace(void* ws, size_t ws_size, uint64_t n, size_t codec
   out.f32 = static_cast<float*>(ws);
   out.codec = static_cast<uint8_t*>(ws) + f32_scratch_bytes(n);
   out.codec_bytes = ws_size - f32_scratch_bytes(n);
+  return status::success;
+}
+
+// The argument checks every sender step over one state tensor (EF residual, EF21 g) makes
+// before touching anything: x's shape, the state's shape, null views, the workspace split
+// and aliasing with the payload. Sets `n` (elements) and `ws`.
+inline status check_tensor_step(const spec& s, const_tensor_view x, tensor_view state, const void* payload,
+                                size_t capacity, void* workspace, size_t workspace_size, uint64_t& n,
+                                state_workspace& ws) {
+  if (!x.shp.count(n) || n > max_elements) return status::invalid_shape;
+  if (state.shp != x.shp) return status::state_mismatch;
+  if (!valid_view(x.data, n) || !valid_view(state.data, n)) return status::invalid_argument;
+  const status st = split_workspace(workspace, workspace_size, n, workspace_bytes(s, x.shp), ws);
+  if (!ok(st)) return st;
+  if (overlaps(state.data, n * dtype_bytes(state.type), payload, capacity) ||
+      overlaps(workspace, workspace_size, payload, capacity))
+    return status::aliasing;
   return status::success;
 }
 
@@ -65,7 +84,5 @@ inline status convert(const void* src, dtype ts, void* dst, dtype td, uint64_t n
     });
   });
 }
-
-inline bool valid_view(const void* data, uint64_t n) { return data != nullptr || n == 0; }
 
 }  // namespace pipecodec::host::detail

@@ -10,9 +10,10 @@
 //   rx.decode(buf.data(), len, out, step);                         // same step_info both sides
 //
 // Per call the mode follows mode_for(schedule, step) (policy.hpp): warm-up steps travel
-// plain (EF21 sets g = x on both sides, AQ-SGD stores every row as m); training steps use the
-// codec with the state scheme; at inference the codec is applied on its own (or the tensor
-// travels plain) and no state is read or written.
+// plain (EF21 sets g = x on both sides, AQ-SGD stores every row as m, EF leaves its residual
+// alone); training steps use the codec with the state scheme (AQ-SGD and EF with
+// scope=sample need step_info::sample_ids); at inference the codec is applied on its own
+// (or the tensor travels plain) and no state is read or written.
 #pragma once
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "../host/aqsgd.hpp"
 #include "../host/ef.hpp"
 #include "../host/ef21.hpp"
+#include "../host/ef_sample.hpp"
 #include "policy.hpp"
 
 namespace pipecodec::host {
@@ -29,7 +31,8 @@ namespace pipecodec::host {
 struct endpoint_options {
   shape max_shape{};              // largest tensor per call: rows (batch) x cols (features)
   dtype type = dtype::f32;        // dtype of the tensors handed to encode / decode
-  uint64_t samples = 0;           // AQ-SGD store capacity when the policy leaves it at 0
+  uint64_t samples = 0;           // per-sample store capacity (AQ-SGD, EF scope=sample) when the
+                                  // policy leaves it at 0
   allocator alloc = malloc_allocator();
 };
 
@@ -57,8 +60,9 @@ class endpoint_base {
   const direction_policy& settings() const { return dp_; }
 
  protected:
+  // `sender`: classic EF state lives on the sender only; the receiver decodes as usual.
   [[nodiscard]] status setup(const pipecodec::policy& p, uint32_t boundary, direction d,
-                             const endpoint_options& o) {
+                             const endpoint_options& o, bool sender) {
     const boundary_policy& b = p.at(boundary);
     dp_ = b[d];
     sched_ = b.sched;
@@ -75,7 +79,22 @@ class endpoint_base {
     status st = status::success;
     switch (dp_.state.scheme) {  // the state owners allocate their state and workspace
       case state_scheme::none: break;
-      case state_scheme::ef: st = ef_.init(dp_.codec, m, dtype::f32, o.alloc); break;
+      case state_scheme::ef: {
+        const ef_options& e = dp_.state.ef;
+        if (!sender) break;
+        if (e.scope == ef_scope::batch) {
+          st = ef_.init(dp_.codec, m, e.storage, o.alloc);
+          break;
+        }
+        aqsgd_config c;
+        c.codec = dp_.codec;
+        c.cols = m.cols;
+        c.state_type = e.storage;
+        c.capacity = e.capacity ? e.capacity : o.samples;
+        st = efs_.init(c, m.rows, o.alloc);
+        if (ok(st)) capacity_ = std::max(capacity_, efs_.payload_bytes());
+        break;
+      }
       case state_scheme::ef21: st = ef21_.init(dp_.codec, m, dtype::f32, o.alloc); break;
       case state_scheme::aqsgd: {
         const aqsgd_options& a = dp_.state.aqsgd;
@@ -94,8 +113,9 @@ class endpoint_base {
     return st;
   }
 
-  // A call's tensor: the endpoint's dtype, max_shape's columns, at most its rows. EF and EF21
-  // keep one state tensor of max_shape, so their training calls need exactly max_shape.
+  // A call's tensor: the endpoint's dtype, max_shape's columns, at most its rows. EF21 and EF
+  // with scope=batch keep one state tensor of max_shape, so their training calls need
+  // exactly max_shape.
   status check(const shape& s, dtype t) const {
     if (t != opts_.type) return status::shape_mismatch;
     if (s.cols != opts_.max_shape.cols || s.rows > opts_.max_shape.rows) return status::shape_mismatch;
@@ -131,6 +151,7 @@ class endpoint_base {
   size_t capacity_ = 0;
   owned_bytes ws_;  // the codec's workspace for stateless calls
   ef_state ef_;
+  ef_sample_state efs_;
   ef21_state ef21_;
   aqsgd_state aq_;
   endpoint_counters counters_{};
@@ -142,7 +163,7 @@ class sender_endpoint : public detail::endpoint_base {
  public:
   // Sets up the sender of direction `d` at `boundary` (stage boundary -> boundary+1).
   [[nodiscard]] status init(const policy& p, uint32_t boundary, direction d, const endpoint_options& o) {
-    return setup(p, boundary, d, o);
+    return setup(p, boundary, d, o, true);
   }
 
   // Encodes `in` for the step `at` into payload (capacity >= encoded_bytes()).
@@ -165,7 +186,9 @@ class sender_endpoint : public detail::endpoint_base {
       return host::encode(dp_.codec, in, payload, cap, ws_.data(), ws_.size(), seed(at), &len);
     if (sc == state_scheme::aqsgd && mode != step_mode::passthrough)
       return aq_.encode(at.sample_ids, in, mode == step_mode::plain, payload, cap, seed(at), &len);
-    if (mode == step_mode::compressed && sc == state_scheme::ef) return ef_.encode(in, payload, cap, seed(at), &len);
+    if (mode == step_mode::compressed && sc == state_scheme::ef)
+      return dp_.state.ef.scope == ef_scope::sample ? efs_.encode(at.sample_ids, in, payload, cap, seed(at), &len)
+                                                   : ef_.encode(in, payload, cap, seed(at), &len);
     if (mode == step_mode::compressed && sc == state_scheme::ef21)
       return ef21_.encode(in, payload, cap, seed(at), &len);
     // plain or passthrough
@@ -179,7 +202,7 @@ class sender_endpoint : public detail::endpoint_base {
 class receiver_endpoint : public detail::endpoint_base {
  public:
   [[nodiscard]] status init(const policy& p, uint32_t boundary, direction d, const endpoint_options& o) {
-    return setup(p, boundary, d, o);
+    return setup(p, boundary, d, o, false);
   }
 
   // Decodes a payload made by the peer sender for the same step `at` into `out`.

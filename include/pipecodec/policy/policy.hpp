@@ -15,7 +15,9 @@ namespace pipecodec {
 
 enum class direction : uint8_t { fwd = 0, bwd = 1 };
 
-// none: C(x).  ef: the sender keeps the residual e and sends C(x + e).
+// none: C(x).  ef: the sender keeps the residual e and sends C(x + e); e is one tensor of the
+// batch's shape (scope=batch: row r inherits what row r of the previous call did not send)
+// or one row per training sample, keyed by sample id (scope=sample).
 // ef21: both sides keep g and the sender sends C(x - g); both do g += D(...).
 // aqsgd: both sides keep m(xi) per training sample xi (keyed by sample id) and the sender
 // sends C(x - m(xi)); both do m(xi) += D(...). A sample not seen yet travels uncompressed.
@@ -28,9 +30,18 @@ struct aqsgd_options {
   uint64_t capacity = 0;                        // samples the store holds; 0: the runtime's choice
 };
 
+enum class ef_scope : uint8_t { batch = 0, sample = 1 };
+
+struct ef_options {
+  ef_scope scope = ef_scope::batch;
+  dtype storage = dtype::f32;  // element type of e
+  uint64_t capacity = 0;       // scope=sample: samples the store holds; 0: the runtime's choice
+};
+
 struct state_spec {
   state_scheme scheme = state_scheme::none;
   aqsgd_options aqsgd{};
+  ef_options ef{};
 };
 
 // One direction of one boundary. The default sends the tensor as it is (plain, fp32).
@@ -117,9 +128,13 @@ inline bool same_spec(const spec& a, const spec& b) { return to_string(a) == to_
 inline bool operator==(const aqsgd_options& a, const aqsgd_options& b) {
   return a.store == b.store && a.storage == b.storage && a.capacity == b.capacity;
 }
-// aqsgd options only matter when the scheme is aqsgd.
+inline bool operator==(const ef_options& a, const ef_options& b) {
+  return a.scope == b.scope && a.storage == b.storage && a.capacity == b.capacity;
+}
+// A scheme's options only matter when it is the scheme in use.
 inline bool operator==(const state_spec& a, const state_spec& b) {
-  return a.scheme == b.scheme && (a.scheme != state_scheme::aqsgd || a.aqsgd == b.aqsgd);
+  return a.scheme == b.scheme && (a.scheme != state_scheme::aqsgd || a.aqsgd == b.aqsgd) &&
+         (a.scheme != state_scheme::ef || a.ef == b.ef);
 }
 inline bool operator==(const direction_policy& a, const direction_policy& b) {
   return detail::same_spec(a.codec, b.codec) && a.state == b.state;

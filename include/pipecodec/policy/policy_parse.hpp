@@ -3,7 +3,10 @@
 //   policy := clause { ";" clause }           (blanks around clauses are ignored)
 //   clause := [ "b" N "." ] key "=" value      bN. applies the clause to boundary N only
 //   fwd | bwd = spec [ "+" state ]            spec as in spec_string.hpp
-//   state  := none | ef | ef21 | aqsgd [ "(" opt { "," opt } ")" ]
+//   state  := none | ef [ "(" efopt { "," efopt } ")" ] | ef21 | aqsgd [ "(" opt { "," opt } ")" ]
+//   efopt  := scope=batch|sample  dtype=fp32|fp16|bf16  capacity=N (only with scope=sample)
+//             batch: one residual of the batch's shape (row r carries over to row r of the
+//             next call); sample: one residual per training sample, keyed by sample id
 //   opt    := store=host|device  dtype=fp32|fp16|bf16  capacity=N
 //   warmup = N [ step | steps | epoch | epochs ]   (steps when no unit)
 //   infer  = compress | plain
@@ -27,6 +30,28 @@ inline std::string_view trim(std::string_view s) {
   return s;
 }
 
+// One "k=v" option of ef(...) or aqsgd(...); false when the value is bad. An unknown key
+// sets `known` to false.
+inline bool parse_state_option(state_spec& st, std::string_view k, std::string_view v, bool& known) {
+  known = true;
+  if (k == "dtype") return parse_dtype(v, st.scheme == state_scheme::ef ? st.ef.storage : st.aqsgd.storage);
+  if (k == "capacity") return parse_u64(v, st.scheme == state_scheme::ef ? st.ef.capacity : st.aqsgd.capacity);
+  if (st.scheme == state_scheme::aqsgd && k == "store") {
+    if (v == "host") st.aqsgd.store = store_location::host;
+    else if (v == "device") st.aqsgd.store = store_location::device;
+    else return false;
+    return true;
+  }
+  if (st.scheme == state_scheme::ef && k == "scope") {
+    if (v == "batch") st.ef.scope = ef_scope::batch;
+    else if (v == "sample") st.ef.scope = ef_scope::sample;
+    else return false;
+    return true;
+  }
+  known = false;
+  return true;
+}
+
 inline status parse_state(std::string_view text, state_spec& out, std::string* error) {
   state_spec st;
   const size_t paren = text.find('(');
@@ -37,7 +62,7 @@ inline status parse_state(std::string_view text, state_spec& out, std::string* e
   else if (name == "aqsgd") st.scheme = state_scheme::aqsgd;
   else return spec_error(error, "unknown state scheme '" + std::string(name) + "'");
   if (paren != std::string_view::npos) {
-    if (st.scheme != state_scheme::aqsgd)
+    if (st.scheme != state_scheme::aqsgd && st.scheme != state_scheme::ef)
       return spec_error(error, "state scheme '" + std::string(name) + "' takes no options");
     if (text.back() != ')') return spec_error(error, "missing ')' in '" + std::string(text) + "'");
     std::string_view rest = text.substr(paren + 1, text.size() - paren - 2);
@@ -48,20 +73,13 @@ inline status parse_state(std::string_view text, state_spec& out, std::string* e
       const size_t eq = item.find('=');
       const std::string_view k = item.substr(0, eq);
       const std::string_view v = eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
-      bool good = eq != std::string_view::npos;
-      if (good && k == "store") {
-        if (v == "host") st.aqsgd.store = store_location::host;
-        else if (v == "device") st.aqsgd.store = store_location::device;
-        else good = false;
-      } else if (good && k == "dtype") {
-        good = parse_dtype(v, st.aqsgd.storage);
-      } else if (good && k == "capacity") {
-        good = parse_u64(v, st.aqsgd.capacity);
-      } else if (good) {
-        return spec_error(error, "unknown aqsgd option '" + std::string(k) + "'");
-      }
-      if (!good) return spec_error(error, "bad aqsgd option '" + std::string(item) + "'");
+      bool known = true;
+      const bool good = eq != std::string_view::npos && parse_state_option(st, k, v, known);
+      if (!known) return spec_error(error, "unknown " + std::string(name) + " option '" + std::string(k) + "'");
+      if (!good) return spec_error(error, "bad " + std::string(name) + " option '" + std::string(item) + "'");
     }
+    if (st.scheme == state_scheme::ef && st.ef.scope == ef_scope::batch && st.ef.capacity != 0)
+      return spec_error(error, "ef option 'capacity' needs scope=sample in '" + std::string(text) + "'");
   }
   out = st;
   return status::success;
@@ -136,7 +154,10 @@ inline status split_clause(std::string_view text, clause& c, std::string* error)
 inline std::string state_string(const state_spec& s) {
   switch (s.scheme) {
     case state_scheme::none: return "none";
-    case state_scheme::ef: return "ef";
+    case state_scheme::ef:
+      if (s.ef == ef_options{}) return "ef";
+      return std::string("ef(scope=") + (s.ef.scope == ef_scope::batch ? "batch" : "sample") +
+             ",dtype=" + to_string(s.ef.storage) + ",capacity=" + std::to_string(s.ef.capacity) + ")";
     case state_scheme::ef21: return "ef21";
     case state_scheme::aqsgd:
       return std::string("aqsgd(store=") + (s.aqsgd.store == store_location::host ? "host" : "device") +
