@@ -1,7 +1,7 @@
 // Harness (f): arbitrary bytes through host::restore_checkpoint for every state kind. The
 // first byte picks the target (kind, and whether it takes its dtype, shape and capacity from
-// the checkpoint's header so a valid checkpoint can be accepted); the rest is the checkpoint,
-// an exact-size heap copy. The target starts non-trivial (a pattern; a store with ids).
+// the checkpoint's header so a valid checkpoint can be accepted) and whether the harness fixes
+// up the checksum; the rest is the checkpoint, an exact-size heap copy. The target starts non-trivial (a pattern; a store with ids).
 // Properties: no crash or over-read; a rejected checkpoint leaves the target bit for bit
 // untouched; an accepted one saves back to the same bytes (the checkpoint's first
 // total_bytes; for a store restored into a different capacity, with that capacity field and
@@ -82,7 +82,17 @@ inline int fuzz_checkpoint_restore(const uint8_t* data, size_t size) {
   using namespace pipecodec;
   if (size == 0) return 0;
   const uint8_t sel = data[0];
-  const auto ck = exact_copy(data + 1, size - 1);
+  auto ck = exact_copy(data + 1, size - 1);
+  // Selector bit 3: write the right checksum for the declared size, so mutations get past the
+  // checksum to the field, padding, id and capacity checks behind it.
+  if ((sel & 8) != 0 && ck.size() >= checkpoint_header_bytes) {
+    const uint64_t total = detail::get_u64(ck.data() + 48);
+    if (total >= checkpoint_header_bytes + checkpoint_trailer_bytes && total <= ck.size()) {
+      detail::fnv1a64 sum;
+      sum.update(ck.data(), total - checkpoint_trailer_bytes);
+      detail::put_u64(ck.data() + total - checkpoint_trailer_bytes, sum.h);
+    }
+  }
   // The header's fields when it parses far enough; a small default target otherwise.
   dtype t = dtype_from(sel >> 4);
   shape shp(3, 5);

@@ -76,7 +76,8 @@ int main() {
     if (!ok(tx.encode(const_tensor_view{x.data(), t, shp}, payload.data(), payload.size()))) return 1;
     const uint8_t sel = uint8_t(ti << 4);
     write("checkpoint_restore", std::string("ef21_") + to_string(t), save_tensor(sel, checkpoint_kind::ef21_state, tx.state()));
-    write("checkpoint_restore", std::string("ef_") + to_string(t), save_tensor(sel, checkpoint_kind::ef_residual, tx.state()));
+    write("checkpoint_restore", std::string("ef_") + to_string(t) + "_fixsum",
+          save_tensor(sel | 8, checkpoint_kind::ef_residual, tx.state()));
 
     host::aqsgd_config c;
     c.codec = s;
@@ -93,7 +94,7 @@ int main() {
     host::memory_sink sink{ck.data() + 1, ck.size() - 1};
     if (!ok(host::save_checkpoint(c, a.store(), sink))) return 1;
     for (uint8_t cap_pick = 0; cap_pick < 4; ++cap_pick) {
-      ck[0] = uint8_t(cap_pick << 6 | ti << 4);
+      ck[0] = uint8_t(cap_pick << 6 | ti << 4 | (cap_pick & 1) << 3);
       write("checkpoint_restore", std::string("aqsgd_") + to_string(t) + "_cap" + std::to_string(cap_pick), ck);
     }
   }

@@ -95,4 +95,10 @@ inline bool corrupt(reader& r, std::vector<uint8_t>& bytes, size_t& len) {
   return true;
 }
 
+// The status a proper prefix of a genuine payload must give: truncated, or invalid_argument
+// for the empty prefix (an empty exact-size copy has a null data pointer).
+inline bool cut_status(pipecodec::status st, size_t len) {
+  return st == pipecodec::status::truncated || (len == 0 && st == pipecodec::status::invalid_argument);
+}
+
 }  // namespace pcfuzz

@@ -234,8 +234,12 @@ inline status aqsgd_encode(const aqsgd_config& c, const aqsgd_store& s, const ui
   aqsgd_ws w;
   st = split_aqsgd_ws(c, rows, workspace, workspace_size, w);
   if (!ok(st)) return st;
-  if (overlaps(workspace, workspace_size, message, capacity) ||
-      overlaps(s.rows.data, aqsgd_rows_bytes(c), message, capacity))
+  if (any_written_overlap({{ids, 8 * rows, false},
+                           {batch.data, rows * c.cols * dtype_bytes(batch.type), false},
+                           {s.table.words, aqsgd_table_bytes(c.capacity), true},
+                           {s.rows.data, aqsgd_rows_bytes(c), true},
+                           {message, capacity, true},
+                           {workspace, workspace_size, true}}))
     return status::aliasing;
   uint64_t unseen = 0;
   st = plan_rows(s, ids, rows, w.ids, w.slots, unseen);
@@ -310,6 +314,13 @@ inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const vo
   aqsgd_ws w;
   st = split_aqsgd_ws(c, f.rows, workspace, workspace_size, w);
   if (!ok(st)) return st;
+  if (any_written_overlap({{message, len, false},
+                           {expected_ids, expected_ids ? 8 * f.rows : 0, false},
+                           {s.table.words, aqsgd_table_bytes(c.capacity), true},
+                           {s.rows.data, aqsgd_rows_bytes(c), true},
+                           {out.data, out.data ? f.rows * c.cols * dtype_bytes(out.type) : 0, true},
+                           {workspace, workspace_size, true}}))
+    return status::aliasing;
   // Sample ids in batch order, merged from the two parts' id sections.
   const uint8_t* kinds = msg + f.kinds_offset();
   header hw, hd;

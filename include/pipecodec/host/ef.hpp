@@ -27,8 +27,10 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
   state_workspace ws;
   status st = split_workspace(workspace, workspace_size, n, workspace_bytes(s, x.shp), ws);
   if (!ok(st)) return st;
-  if (overlaps(residual.data, n * dtype_bytes(residual.type), payload, capacity) ||
-      overlaps(workspace, workspace_size, payload, capacity))
+  if (any_written_overlap({{x.data, n * dtype_bytes(x.type), false},
+                           {residual.data, n * dtype_bytes(residual.type), true},
+                           {payload, capacity, true},
+                           {workspace, workspace_size, true}}))
     return status::aliasing;
   // v = x + e, then payload = C(v).
   st = dispatch_dtype(x.type, [&](auto xc) {

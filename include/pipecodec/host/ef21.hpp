@@ -26,8 +26,10 @@ inline status ef21_encode(const spec& s, const_tensor_view x, tensor_view g, voi
   state_workspace ws;
   status st = split_workspace(workspace, workspace_size, n, workspace_bytes(s, x.shp), ws);
   if (!ok(st)) return st;
-  if (overlaps(g.data, n * dtype_bytes(g.type), payload, capacity) ||
-      overlaps(workspace, workspace_size, payload, capacity))
+  if (any_written_overlap({{x.data, n * dtype_bytes(x.type), false},
+                           {g.data, n * dtype_bytes(g.type), true},
+                           {payload, capacity, true},
+                           {workspace, workspace_size, true}}))
     return status::aliasing;
   st = sub_to_f32(x.data, x.type, g.data, g.type, n, ws.f32);
   if (!ok(st)) return st;
@@ -49,6 +51,12 @@ inline status ef21_decode(codec_id expected, const void* payload, size_t len, te
   status st = check_codec(payload, len, expected);
   if (!ok(st)) return st;
   if (out.data != nullptr && out.shp != g.shp) return status::shape_mismatch;
+  const uint64_t n = g.shp.size();
+  if (any_written_overlap({{payload, len, false},
+                           {g.data, n * dtype_bytes(g.type), true},
+                           {out.data, n * dtype_bytes(out.type), true},
+                           {workspace, workspace_size, true}}))
+    return status::aliasing;
   st = decode_accumulate(payload, len, g, workspace, workspace_size);
   if (ok(st) && out.data != nullptr) st = convert(g.data, g.type, out.data, out.type, g.shp.size());
   return st;

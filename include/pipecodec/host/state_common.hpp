@@ -6,6 +6,7 @@
 
 #include "../core/dispatch.hpp"
 #include "codec.hpp"
+#include "overlap.hpp"
 
 namespace pipecodec::host::detail {
 
