@@ -155,3 +155,53 @@ TEST_CASE("AQ-SGD: small buffers, bad workspaces and aliasing leave both stores 
   REQUIRE(ok(dec(msg.data(), out.data(), wsb.data(), ws)));
   CHECK(snapshot(rx) == snapshot(tx));
 }
+
+TEST_CASE("stateful sizes above 2^32 elements: 64-bit size math, checked before any element is touched") {
+  const uint64_t two32 = uint64_t(1) << 32;
+  const spec s = parse("quant:bits=4,group=row");
+  const shape big(two32 + 1);
+  // Workspace sizes do not wrap: the fp32 scratch is 4 bytes per element, 16-aligned.
+  CHECK(host::ef21_workspace_bytes(s, big) == detail::align16(4 * (two32 + 1)) + workspace_bytes(s, big));
+  CHECK(host::ef_workspace_bytes(s, big) == host::ef21_workspace_bytes(s, big));
+  // The view calls reject a too-small workspace or an oversized shape from sizes alone
+  // (the data pointers are never dereferenced).
+  alignas(16) uint8_t small[256] = {};
+  const float dummy = 0;
+  const const_tensor_view xv{&dummy, dtype::f32, big};
+  const tensor_view gv{small, dtype::f32, big};
+  CHECK(host::ef21_encode(s, xv, gv, small + 128, 64, small, 64) == status::workspace_too_small);
+  CHECK(host::ef_encode(s, xv, gv, small + 128, 64, small, 64) == status::workspace_too_small);
+  const shape huge(max_elements + 1);
+  CHECK(host::ef21_encode(s, const_tensor_view{&dummy, dtype::f32, huge}, tensor_view{small, dtype::f32, huge},
+                          small + 128, 64, small, 64) == status::invalid_shape);
+  host::ef21_state st;
+  CHECK(st.init(s, huge, dtype::f32) == status::invalid_spec);  // refused before allocating
+
+  // AQ-SGD message bound for batches of 2^32 rows: computed without a loop over every split,
+  // and at least every split's size.
+  host::aqsgd_config c;
+  c.codec = s;
+  c.cols = 3;
+  c.state_type = dtype::f16;
+  c.capacity = 16;
+  const uint64_t rows = two32;
+  const uint64_t bound = host::aqsgd_message_bytes(c, rows);
+  REQUIRE(bound > 0);
+  for (uint64_t w : {uint64_t(0), uint64_t(1), rows / 3, rows - 1, rows}) {
+    const uint64_t split = aqsgd_header_bytes + detail::align16(rows) + host::detail::part_bytes(c.warmup, w, c.cols) +
+                           host::detail::part_bytes(c.codec, rows - w, c.cols);
+    CHECK(bound >= split);
+  }
+  CHECK(host::aqsgd_message_bytes(c, host::aqsgd_exact_bound_rows + 1) >=
+        host::aqsgd_message_bytes(c, host::aqsgd_exact_bound_rows));
+  CHECK(host::aqsgd_message_bytes(c, max_elements / c.cols + 1) == 0);
+  // A batch of 2^32 rows against a small workspace: refused from sizes alone.
+  host::aqsgd_state a;
+  REQUIRE(ok(a.init(c, 4)));
+  const uint64_t ids[1] = {1};
+  CHECK(host::aqsgd_encode(c, a.store(), ids, const_tensor_view{&dummy, dtype::f32, shape(rows, c.cols)}, false,
+                           small + 128, 64, small, 64) == status::workspace_too_small);
+  // Capacities beyond aqsgd_max_capacity are refused before any allocation.
+  c.capacity = aqsgd_max_capacity + 1;
+  CHECK(a.init(c, 4) == status::invalid_argument);
+}

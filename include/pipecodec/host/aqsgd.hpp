@@ -199,10 +199,19 @@ inline status encode_part(const spec& s, const float* f32, const uint64_t* ids, 
 
 }  // namespace detail
 
-// Exact message size for fixed-size codecs (an upper bound otherwise) for a batch of `rows`
-// samples, whatever its warm/delta split; 0 when a spec is invalid for the shape.
+// Batches above this many rows get a message bound without trying every warm/delta split.
+constexpr uint64_t aqsgd_exact_bound_rows = 65536;
+
+// Message size for a batch of `rows` samples, whatever its warm/delta split: exact for
+// fixed-size codecs up to aqsgd_exact_bound_rows rows (the largest over all splits), an upper
+// bound otherwise (above that, both parts at full size: part sizes grow with rows, so this
+// bounds every split without a loop of 2^32 steps). 0 when a spec is invalid for the shape.
 inline size_t aqsgd_message_bytes(const aqsgd_config& c, uint64_t rows) {
   if (!ok(detail::check_config(c)) || rows > max_elements / c.cols) return 0;
+  if (rows > aqsgd_exact_bound_rows) {
+    const uint64_t a = detail::part_bytes(c.warmup, rows, c.cols), b = detail::part_bytes(c.codec, rows, c.cols);
+    return a == 0 || b == 0 ? 0 : size_t(aqsgd_header_bytes + detail::align16(rows) + a + b);
+  }
   uint64_t worst = 0;
   for (uint64_t w = 0; w <= rows; ++w) {
     const uint64_t a = detail::part_bytes(c.warmup, w, c.cols), b = detail::part_bytes(c.codec, rows - w, c.cols);
