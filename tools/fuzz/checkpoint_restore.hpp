@@ -15,7 +15,7 @@
 
 namespace pcfuzz {
 
-constexpr uint64_t restore_max_elements = uint64_t(1) << 20;
+constexpr uint64_t restore_max_elements = uint64_t(1) << 16;
 
 inline std::vector<uint8_t> save_tensor(pipecodec::checkpoint_kind k, pipecodec::const_tensor_view v) {
   std::vector<uint8_t> buf(pipecodec::host::checkpoint_bytes(v));
@@ -118,7 +118,7 @@ inline int fuzz_checkpoint_restore(const uint8_t* data, size_t size) {
   // Capacity: the checkpoint's, a larger one, exactly its count, or a fixed small one.
   const uint64_t pick[4] = {capacity, capacity + 3, count, 4};
   c.capacity = pick[(sel >> 6) & 3];
-  if (c.capacity == 0 || c.capacity > (uint64_t(1) << 12) || c.capacity * c.cols > restore_max_elements) c.capacity = 4;
+  if (c.capacity == 0 || c.capacity > 256 || c.capacity * c.cols > restore_max_elements) c.capacity = 4;
   if (c.cols > restore_max_elements / c.capacity) c.cols = 1;
   restore_store(ck, c);
   return 0;
