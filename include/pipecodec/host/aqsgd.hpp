@@ -127,7 +127,8 @@ inline status plan_rows(const aqsgd_store& s, const uint64_t* ids, uint64_t rows
 
 // Everything a sender step over a batch checks before it touches its store (AQ-SGD and
 // per-sample EF, host/ef_sample.hpp): config, store, batch shape and views, the workspace
-// split, aliasing with the output buffer, then the row plan (duplicates, capacity).
+// split, aliasing (a written buffer overlapping another), then the row plan (duplicates,
+// capacity).
 inline status prepare_batch(const aqsgd_config& c, const aqsgd_store& s, const uint64_t* ids,
                             const_tensor_view batch, const void* out, size_t capacity, void* workspace,
                             size_t workspace_size, aqsgd_ws& w, uint64_t& unseen) {
@@ -139,7 +140,12 @@ inline status prepare_batch(const aqsgd_config& c, const aqsgd_store& s, const u
   if (!valid_view(batch.data, rows) || !valid_view(ids, rows) || out == nullptr) return status::invalid_argument;
   st = split_aqsgd_ws(c, rows, workspace, workspace_size, w);
   if (!ok(st)) return st;
-  if (overlaps(workspace, workspace_size, out, capacity) || overlaps(s.rows.data, aqsgd_rows_bytes(c), out, capacity))
+  if (any_written_overlap({{ids, 8 * rows, false},
+                           {batch.data, rows * c.cols * dtype_bytes(batch.type), false},
+                           {s.table.words, aqsgd_table_bytes(c.capacity), true},
+                           {s.rows.data, aqsgd_rows_bytes(c), true},
+                           {out, capacity, true},
+                           {workspace, workspace_size, true}}))
     return status::aliasing;
   return plan_rows(s, ids, rows, w.ids, w.slots, unseen);
 }
@@ -241,10 +247,19 @@ inline status encode_part(const spec& s, const float* f32, const uint64_t* ids, 
 
 }  // namespace detail
 
-// Exact message size for fixed-size codecs (an upper bound otherwise) for a batch of `rows`
-// samples, whatever its warm/delta split; 0 when a spec is invalid for the shape.
+// Batches above this many rows get a message bound without trying every warm/delta split.
+constexpr uint64_t aqsgd_exact_bound_rows = 65536;
+
+// Message size for a batch of `rows` samples, whatever its warm/delta split: exact for
+// fixed-size codecs up to aqsgd_exact_bound_rows rows (the largest over all splits), an upper
+// bound otherwise (above that, both parts at full size: part sizes grow with rows, so this
+// bounds every split without a loop of 2^32 steps). 0 when a spec is invalid for the shape.
 inline size_t aqsgd_message_bytes(const aqsgd_config& c, uint64_t rows) {
   if (!ok(detail::check_config(c)) || rows > max_elements / c.cols) return 0;
+  if (rows > aqsgd_exact_bound_rows) {
+    const uint64_t a = detail::part_bytes(c.warmup, rows, c.cols), b = detail::part_bytes(c.codec, rows, c.cols);
+    return a == 0 || b == 0 ? 0 : size_t(aqsgd_header_bytes + detail::align16(rows) + a + b);
+  }
   uint64_t worst = 0;
   for (uint64_t w = 0; w <= rows; ++w) {
     const uint64_t a = detail::part_bytes(c.warmup, w, c.cols), b = detail::part_bytes(c.codec, rows - w, c.cols);
@@ -341,6 +356,13 @@ inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const vo
   aqsgd_ws w;
   st = split_aqsgd_ws(c, f.rows, workspace, workspace_size, w);
   if (!ok(st)) return st;
+  if (any_written_overlap({{message, len, false},
+                           {expected_ids, expected_ids ? 8 * f.rows : 0, false},
+                           {s.table.words, aqsgd_table_bytes(c.capacity), true},
+                           {s.rows.data, aqsgd_rows_bytes(c), true},
+                           {out.data, out.data ? f.rows * c.cols * dtype_bytes(out.type) : 0, true},
+                           {workspace, workspace_size, true}}))
+    return status::aliasing;
   // Sample ids in batch order, merged from the two parts' id sections.
   const uint8_t* kinds = msg + f.kinds_offset();
   header hw, hd;

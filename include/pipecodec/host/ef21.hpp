@@ -43,6 +43,12 @@ inline status ef21_decode(codec_id expected, const void* payload, size_t len, te
   status st = check_codec(payload, len, expected);
   if (!ok(st)) return st;
   if (out.data != nullptr && out.shp != g.shp) return status::shape_mismatch;
+  const uint64_t n = g.shp.size();
+  if (any_written_overlap({{payload, len, false},
+                           {g.data, n * dtype_bytes(g.type), true},
+                           {out.data, n * dtype_bytes(out.type), true},
+                           {workspace, workspace_size, true}}))
+    return status::aliasing;
   st = decode_accumulate(payload, len, g, workspace, workspace_size);
   if (ok(st) && out.data != nullptr) st = convert(g.data, g.type, out.data, out.type, g.shp.size());
   return st;

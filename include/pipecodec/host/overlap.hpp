@@ -1,8 +1,9 @@
-// Buffer overlap test used to reject aliasing input/output arguments.
+// Buffer overlap tests used to reject aliasing input/output arguments.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 
 namespace pipecodec::host::detail {
 
@@ -13,6 +14,24 @@ inline bool overlaps(const void* a, uint64_t a_bytes, const void* b, uint64_t b_
   const auto* b0 = static_cast<const unsigned char*>(b);
   return std::less<const unsigned char*>{}(a0, b0 + b_bytes) &&
          std::less<const unsigned char*>{}(b0, a0 + a_bytes);
+}
+
+// One buffer of a call: where, how many bytes, and whether the call writes it.
+struct region {
+  const void* data;
+  uint64_t bytes;
+  bool written;
+};
+
+// True when a buffer the call writes overlaps any other buffer of the call. The stateful
+// schemes read their inputs and state again after writing scratch, payload or state, so any
+// such overlap would corrupt the state or desynchronise the two sides; read-only buffers may
+// share memory.
+inline bool any_written_overlap(std::initializer_list<region> rs) {
+  for (const region* a = rs.begin(); a != rs.end(); ++a)
+    for (const region* b = a + 1; b != rs.end(); ++b)
+      if ((a->written || b->written) && overlaps(a->data, a->bytes, b->data, b->bytes)) return true;
+  return false;
 }
 
 }  // namespace pipecodec::host::detail

@@ -6,6 +6,7 @@
 
 #include "../core/dispatch.hpp"
 #include "codec.hpp"
+#include "overlap.hpp"
 
 namespace pipecodec::host::detail {
 
@@ -36,7 +37,7 @@ inline status split_workspace(void* ws, size_t ws_size, uint64_t n, size_t codec
 
 // The argument checks every sender step over one state tensor (EF residual, EF21 g) makes
 // before touching anything: x's shape, the state's shape, null views, the workspace split
-// and aliasing with the payload. Sets `n` (elements) and `ws`.
+// and aliasing (any buffer the step writes overlapping another). Sets `n` (elements) and `ws`.
 inline status check_tensor_step(const spec& s, const_tensor_view x, tensor_view state, const void* payload,
                                 size_t capacity, void* workspace, size_t workspace_size, uint64_t& n,
                                 state_workspace& ws) {
@@ -45,8 +46,10 @@ inline status check_tensor_step(const spec& s, const_tensor_view x, tensor_view 
   if (!valid_view(x.data, n) || !valid_view(state.data, n)) return status::invalid_argument;
   const status st = split_workspace(workspace, workspace_size, n, workspace_bytes(s, x.shp), ws);
   if (!ok(st)) return st;
-  if (overlaps(state.data, n * dtype_bytes(state.type), payload, capacity) ||
-      overlaps(workspace, workspace_size, payload, capacity))
+  if (any_written_overlap({{x.data, n * dtype_bytes(x.type), false},
+                           {state.data, n * dtype_bytes(state.type), true},
+                           {payload, capacity, true},
+                           {workspace, workspace_size, true}}))
     return status::aliasing;
   return status::success;
 }

@@ -1,0 +1,103 @@
+// Writes the committed seed corpora of the state_seq, policy_parse and checkpoint_restore
+// harnesses, deterministically (rerunning it rewrites the same files):
+//   g++ -std=c++17 -Iinclude -Itools/fuzz tools/fuzz/make_seeds.cpp -o /tmp/make_seeds && /tmp/make_seeds
+// run from the repository root. Seeds: state_seq byte strings (one per codec family, for EF21
+// and AQ-SGD, with faults and corruptions on some steps); policy strings from docs/POLICY.md
+// and tests/host/test_policy_parse.cpp; checkpoints saved from real EF, EF21 and AQ-SGD states,
+// each after a selector byte (see checkpoint_restore.hpp).
+#include <fstream>
+#include <string>
+
+#include "harnesses.hpp"
+
+using namespace pipecodec;
+
+namespace {
+
+void write(const std::string& dir, const std::string& name, const std::vector<uint8_t>& bytes) {
+  std::ofstream out("tools/fuzz/corpus/" + dir + "/" + name, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  if (!out) {
+    std::fprintf(stderr, "cannot write %s/%s (run from the repository root)\n", dir.c_str(), name.c_str());
+    std::exit(1);
+  }
+}
+
+// A state_seq input: head bytes, then `steps` steps whose bytes are a function of the step.
+std::vector<uint8_t> sequence(std::vector<uint8_t> head, int steps, int step_bytes, uint8_t salt) {
+  for (int s = 0; s < steps; ++s)
+    for (int b = 0; b < step_bytes; ++b) {
+      // Mostly "no fault, no corruption" (small values), a fault or corruption every 3rd step.
+      const uint8_t v = uint8_t(pcfuzz::mix64(uint64_t(salt) << 16 | uint64_t(s) << 8 | uint64_t(b)));
+      head.push_back(s % 3 == 2 ? v : uint8_t(v & 0x3));
+    }
+  return head;
+}
+
+std::vector<uint8_t> save_tensor(uint8_t sel, checkpoint_kind k, const_tensor_view v) {
+  auto ck = pcfuzz::save_tensor(k, v);
+  ck.insert(ck.begin(), sel);
+  return ck;
+}
+
+}  // namespace
+
+int main() {
+  // state_seq. EF21 head: 0, rows, cols, 2-D?, spec (2 bytes), g/x/out dtypes.
+  // AQ-SGD head: 1, cols, capacity, state dtype, spec (2 bytes), warm-up spec, max rows, batch/out dtypes.
+  const char* const families[] = {"quant", "plain", "topk", "randk"};
+  for (uint8_t f = 0; f < 4; ++f) {
+    write("state_seq", std::string("ef21_") + families[f],
+          sequence({0, 2, uint8_t(20 + 13 * f), 1, uint8_t(f | 4), uint8_t(3 + 37 * f), f, uint8_t(f + 1), 2}, 6, 14, f));
+    write("state_seq", std::string("aqsgd_") + families[f],
+          sequence({1, uint8_t(7 + 9 * f), 5, f, uint8_t(f | 4), uint8_t(5 + 41 * f), f, 4, 0, uint8_t(f)}, 8, 24,
+                   uint8_t(f + 8)));
+  }
+  // policy_parse
+  const char* const policies[] = {
+      "fwd=topk:ratio=0.1,scope=row+aqsgd(store=host,dtype=fp16); bwd=quant:bits=8; warmup=1epoch; infer=compress",
+      "b2.bwd=quant:bits=4 ; fwd=quant:bits=2+ef21; bwd=quant:bits=8; b0.infer=plain",
+      "fwd=quant:bits=4,group=row,round=stochastic+ef; bwd=plain:dtype=bf16; infer=plain",
+      "fwd=topk:k=17,values=quant,bits=4+ef21; warmup=100; b1.fwd=plain; b3.warmup=2epochs",
+      "bwd=topk:ratio=0.05,mask=shared; fwd=quant:bits=2+aqsgd(store=device,dtype=bf16,capacity=60000)",
+      "fwd=randk:k=7,seed=3,unbiased=1+ef21; warmup=3steps",
+      "fwd=quant+aqsgd(store=host"};
+  for (size_t i = 0; i < sizeof policies / sizeof *policies; ++i)
+    write("policy_parse", "doc_" + std::to_string(i), std::vector<uint8_t>(policies[i], policies[i] + strlen(policies[i])));
+  // checkpoint_restore: EF residual and EF21 g of each dtype and rank, and AQ-SGD stores.
+  for (uint8_t ti = 0; ti < 3; ++ti) {
+    const dtype t = pcfuzz::dtype_from(ti);
+    const shape shp = ti == 1 ? shape(21) : shape(3, 7);
+    spec s;
+    if (!ok(parse_spec("quant:bits=3,group=32", s))) return 1;
+    host::ef21_state tx;
+    if (!ok(tx.init(s, shp, t))) return 1;
+    std::vector<uint8_t> x(size_t(shp.size() * dtype_bytes(t)), uint8_t(0x3C + ti)), payload(tx.payload_bytes());
+    if (!ok(tx.encode(const_tensor_view{x.data(), t, shp}, payload.data(), payload.size()))) return 1;
+    const uint8_t sel = uint8_t(ti << 4);
+    write("checkpoint_restore", std::string("ef21_") + to_string(t), save_tensor(sel, checkpoint_kind::ef21_state, tx.state()));
+    write("checkpoint_restore", std::string("ef_") + to_string(t) + "_fixsum",
+          save_tensor(sel | 8, checkpoint_kind::ef_residual, tx.state()));
+
+    host::aqsgd_config c;
+    c.codec = s;
+    c.cols = 5 + ti;
+    c.state_type = t;
+    c.capacity = 6;
+    host::aqsgd_state a;
+    if (!ok(a.init(c, 3))) return 1;
+    std::vector<uint8_t> batch(size_t(3 * c.cols * dtype_bytes(t)), uint8_t(0x41 + ti)), msg(a.message_bytes());
+    const uint64_t ids[3] = {uint64_t(7) << ti, 0, ~uint64_t(0)};
+    if (!ok(a.encode(ids, const_tensor_view{batch.data(), t, shape(ti, c.cols)}, false, msg.data(), msg.size())))
+      return 1;
+    std::vector<uint8_t> ck(host::checkpoint_bytes(c, a.store()) + 1);
+    host::memory_sink sink{ck.data() + 1, ck.size() - 1};
+    if (!ok(host::save_checkpoint(c, a.store(), sink))) return 1;
+    for (uint8_t cap_pick = 0; cap_pick < 4; ++cap_pick) {
+      ck[0] = uint8_t(cap_pick << 6 | ti << 4 | (cap_pick & 1) << 3);
+      write("checkpoint_restore", std::string("aqsgd_") + to_string(t) + "_cap" + std::to_string(cap_pick), ck);
+    }
+  }
+  std::printf("seeds written under tools/fuzz/corpus/{state_seq,policy_parse,checkpoint_restore}\n");
+  return 0;
+}
