@@ -18,6 +18,7 @@
 
 #include <cub/block/block_reduce.cuh>
 
+#include "../../core/topk_layout.hpp"
 #include "launch.cuh"
 #include "topk_select.cuh"
 #include "warp.cuh"
@@ -168,18 +169,18 @@ __global__ void __launch_bounds__(Threads) topk_grid_scan_kernel(ulonglong2* cou
   static_assert(Threads == topk_threads, "uses topk_scan");
   constexpr uint32_t per = uint32_t(topk_grid_chunks / Threads);
   __shared__ typename topk_scan::TempStorage tmp;
-  unsigned long long gt[per], eq[per];
+  unsigned long long gt[per], eq[per], gt_before[per], eq_before[per];
   for (uint32_t j = 0; j < per; ++j) {
     const uint64_t c = uint64_t(threadIdx.x) * per + j;
     gt[j] = c < chunks ? counts[c].x : 0;
     eq[j] = c < chunks ? counts[c].y : 0;
   }
-  topk_scan(tmp).ExclusiveSum(gt, gt);
-  __syncthreads();
-  topk_scan(tmp).ExclusiveSum(eq, eq);
+  topk_scan(tmp).ExclusiveSum(gt, gt_before);
+  __syncthreads();  // tmp is reused
+  topk_scan(tmp).ExclusiveSum(eq, eq_before);
   for (uint32_t j = 0; j < per; ++j) {
     const uint64_t c = uint64_t(threadIdx.x) * per + j;
-    if (c < chunks) counts[c] = make_ulonglong2(gt[j], eq[j]);
+    if (c < chunks) counts[c] = make_ulonglong2(gt_before[j], eq_before[j]);
   }
 }
 
