@@ -108,6 +108,69 @@ status gpu_backend::decode(const std::vector<uint8_t>& bytes, size_t len, dtype 
   return *pinned_status;
 }
 
+status gpu_backend::encode_shared(const spec& s, const std::vector<uint8_t>& x, dtype t, shape shp, uint64_t seed,
+                                  const std::vector<uint8_t>& mask_bytes, std::vector<uint8_t>& bytes) {
+  const size_t cap = encoded_bytes(s, shp), ws = workspace_bytes(s, shp);
+  REQUIRE(cap > 0);
+  in.reserve(x.size() + 1);
+  mask.reserve(mask_bytes.size() + 1);
+  payload.reserve(cap + payload_offset);
+  workspace.reserve(ws + workspace_offset);
+  check_cuda(cudaMemcpy(in.ptr, x.data(), x.size(), cudaMemcpyHostToDevice), "copy in");
+  check_cuda(cudaMemcpy(mask.ptr, mask_bytes.data(), mask_bytes.size(), cudaMemcpyHostToDevice), "copy mask");
+  check_cuda(cudaMemset(payload.ptr, 0xEE, cap + payload_offset), "poison");
+  check_cuda(cudaMemset(workspace.ptr, 0x7F, ws + workspace_offset), "poison workspace");
+  uint8_t* p = static_cast<uint8_t*>(payload.ptr) + payload_offset;
+  void* w = static_cast<uint8_t*>(workspace.ptr) + workspace_offset;
+  size_t written = 0;
+  *pinned_status = status::cuda_error;
+  const status st = run(mode, stream, [&](cudaStream_t str) {
+    const status e = pipecodec::cuda::encode_shared(s, const_tensor_view{in.ptr, t, shp}, mask.ptr, mask_bytes.size(),
+                                                    p, cap, w, ws, seed, str, &written);
+    if (!ok(e)) return e;
+    return pipecodec::cuda::read_status(w, pinned_status, str);
+  });
+  if (!ok(st)) return st;
+  REQUIRE(written == cap);
+  bytes.resize(cap);
+  check_cuda(cudaMemcpy(bytes.data(), p, cap, cudaMemcpyDeviceToHost), "copy payload");
+  return *pinned_status;
+}
+
+status gpu_backend::decode_topk(const std::vector<uint8_t>& bytes, const std::vector<uint8_t>* mask_bytes, dtype t,
+                                shape shp, std::vector<uint8_t>& y, bool accumulate) {
+  const size_t ws = size_t(detail::workspace_request(detail::workspace_status_bytes + detail::align16(shp.size())));
+  payload.reserve(bytes.size() + payload_offset + 1);
+  workspace.reserve(ws + workspace_offset);
+  out.reserve(y.size() + 1);
+  mask.reserve((mask_bytes ? mask_bytes->size() : 0) + 1);
+  uint8_t* p = static_cast<uint8_t*>(payload.ptr) + payload_offset;
+  void* w = static_cast<uint8_t*>(workspace.ptr) + workspace_offset;
+  if (!bytes.empty()) check_cuda(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "copy payload");
+  if (mask_bytes && !mask_bytes->empty())
+    check_cuda(cudaMemcpy(mask.ptr, mask_bytes->data(), mask_bytes->size(), cudaMemcpyHostToDevice), "copy mask");
+  check_cuda(cudaMemcpy(out.ptr, y.data(), y.size(), cudaMemcpyHostToDevice), "copy out");
+  check_cuda(cudaMemset(workspace.ptr, 0x7F, ws + workspace_offset), "poison workspace");
+  *pinned_status = status::cuda_error;
+  const tensor_view v{out.ptr, t, shp};
+  const status st = run(mode, stream, [&](cudaStream_t str) {
+    status s = status::success;
+    if (mask_bytes) {
+      const size_t ml = mask_bytes->size();
+      s = accumulate ? pipecodec::cuda::decode_shared_accumulate(p, bytes.size(), mask.ptr, ml, v, w, ws, str)
+                     : pipecodec::cuda::decode_shared(p, bytes.size(), mask.ptr, ml, v, w, ws, str);
+    } else {
+      s = accumulate ? pipecodec::cuda::decode_topk_accumulate(p, bytes.size(), v, w, ws, str)
+                     : pipecodec::cuda::decode_topk(p, bytes.size(), v, w, ws, str);
+    }
+    if (!ok(s)) return s;
+    return pipecodec::cuda::read_status(w, pinned_status, str);
+  });
+  if (!ok(st)) return st;
+  check_cuda(cudaMemcpy(y.data(), out.ptr, y.size(), cudaMemcpyDeviceToHost), "copy out back");
+  return *pinned_status;
+}
+
 status gpu_backend::encode_raw(const spec& s, const_tensor_view x, void* p, size_t capacity, void* ws,
                                size_t ws_size) {
   const status st = pipecodec::cuda::encode(s, x, p, capacity, ws, ws_size, 0, stream);

@@ -39,7 +39,7 @@ struct gpu_backend {
   size_t payload_offset = 0;    // byte offsets of the payload and workspace pointers,
   size_t workspace_offset = 0;  // e.g. 1 to check unaligned buffers
   cudaStream_t stream = nullptr;
-  device_buffer in, payload, workspace, out;
+  device_buffer in, payload, workspace, out, mask;
   status* pinned_status = nullptr;
 
   gpu_backend();
@@ -52,6 +52,12 @@ struct gpu_backend {
   // The host-side status if it is an error, else the device-side one (read_status).
   status decode(const std::vector<uint8_t>& bytes, size_t len, dtype t, shape shp, std::vector<uint8_t>& y,
                 bool accumulate);
+  // TopK / RandK: shared-mask encode (the status is the device-side one when the host-side
+  // checks passed), and decode with or without a shared mask (decode_topk / decode_shared).
+  status encode_shared(const spec& s, const std::vector<uint8_t>& x, dtype t, shape shp, uint64_t seed,
+                       const std::vector<uint8_t>& mask_bytes, std::vector<uint8_t>& bytes);
+  status decode_topk(const std::vector<uint8_t>& bytes, const std::vector<uint8_t>* mask_bytes, dtype t, shape shp,
+                     std::vector<uint8_t>& y, bool accumulate);
   // Raw call for argument checks: encode with explicit sizes and pointers (device buffers).
   status encode_raw(const spec& s, const_tensor_view x, void* p, size_t capacity, void* ws, size_t ws_size);
   status decode_raw(const void* p, size_t len, tensor_view y, void* ws, size_t ws_size);

@@ -1,54 +1,71 @@
 // GPU suite: the CUDA TopK / RandK encoder is byte-identical to host::encode across dtypes,
-// scopes, index layouts, k and adversarial distributions (all equal, few distinct values,
-// zeros, denormals, NaN/Inf). Needs the gpu suite's main (exits 77 without a device).
+// scopes (row; tensor on one block and on the whole grid), index layouts, k (ratio, count,
+// all), raw and quantized values, and adversarial distributions; decoding (dense and
+// accumulate) matches host::decode bit for bit; corrupt payloads get the host's status and
+// leave the output untouched. Shared-mask mode is in test_topk_shared.cu. The CUDA calls go
+// through gpu_backend (the only TU that instantiates the kernels).
 #include <doctest/doctest.h>
 
-#include <cuda_runtime.h>
-
+#include <string>
 #include <vector>
 
-#include "../common/data.hpp"
-#include "pipecodec/cuda/topk.cuh"
-#include "pipecodec/pipecodec.hpp"
+#include "../common/backend_checks.hpp"
+#include "gpu_backend.hpp"
+#include "topk_inputs.hpp"
 
 using namespace pipecodec;
 
 namespace {
 
-struct device_buffer {
-  void* p = nullptr;
-  explicit device_buffer(size_t n) { REQUIRE(cudaMalloc(&p, n ? n : 1) == cudaSuccess); }
-  ~device_buffer() { cudaFree(p); }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
+const char* const encode_specs[] = {
+    "topk:ratio=0.1,scope=row",
+    "topk:ratio=0.01,scope=row,index=u32,values=fp16",
+    "topk:k=7,scope=row,index=bitmap,values=bf16",
+    "topk:ratio=1,scope=row,index=u16",
+    "topk:ratio=0.3,scope=tensor",
+    "topk:ratio=0.001,scope=tensor,index=u32",
+    "topk:k=1,scope=tensor,values=bf16",
+    "topk:ratio=0.05,scope=row,values=quant,bits=4",
+    "topk:ratio=0.1,scope=row,values=quant,bits=2,group=64,round=stochastic",
+    "topk:ratio=0.1,scope=tensor,values=quant,bits=3,group=tensor,round=stochastic,scale=absmax",
+    "topk:ratio=0.02,scope=tensor,index=bitmap,values=quant,bits=8,group=row,scale_dtype=fp16",
+    "randk:ratio=0.1,scope=row,seed=3",
+    "randk:k=33,scope=tensor,unbiased=1,values=fp16",
+    "randk:ratio=0.2,scope=tensor,values=quant,bits=5",
 };
 
-std::vector<float> adversarial(int kind, uint64_t n, uint64_t seed) {
-  std::vector<float> v = testdata::activations(n, seed);
-  uint64_t r = seed + 99;
-  for (auto& x : v) {
-    const uint64_t z = testdata::splitmix(r);
-    const uint32_t sign = uint32_t(z >> 63) << 31;
-    if (kind == 1) x = testdata::from_bits(sign | 0x3FC00000u);                          // all equal
-    if (kind == 2) x = testdata::from_bits(sign | (0x3F800000u + uint32_t(z % 3) * 0x00800000u));
-    if (kind == 3) x = testdata::from_bits(sign | uint32_t(z >> 20) % 256u);             // denormals
-    if (kind == 4 && z % 8 == 0) x = testdata::from_bits(z % 16 ? 0x7FC00000u : sign | 0x7F800000u);
+// Row scope: short and long rows; tensor scope: one block (n < 2^16) and the whole grid.
+const shape encode_shapes[] = {shape(7, 3000), shape(3, 70001), shape(1, 5), shape(200000), shape(16, 16384),
+                               shape(1, 131073)};
+
+// Device encode == host encode; then device decode (dense, accumulate) == host decode.
+void check_case(testg::gpu_backend& b, const spec& s, shape shp, int kind, dtype t) {
+  const auto in = testdata::as_bytes(testk_gpu::adversarial(kind, shp.size(), 17 + uint64_t(kind)), t);
+  std::vector<uint8_t> want, got;
+  REQUIRE(ok(testk_gpu::host_encode(s, in, t, shp, 5, want)));
+  const status st = b.encode(s, in, t, shp, 5, got);
+  REQUIRE_MESSAGE(ok(st), to_string(st));
+  REQUIRE_MESSAGE(testb::first_difference(got, want) == -1, "first difference at byte " << testb::first_difference(got, want));
+  for (bool acc : {false, true}) {
+    CAPTURE(acc);
+    std::vector<uint8_t> hy = testb::accumulator(t, shp.size(), 9), dy = hy;
+    REQUIRE(ok(testb::host_decode(want, want.size(), t, shp, hy, acc)));
+    const status ds = b.decode_topk(got, nullptr, t, shp, dy, acc);
+    REQUIRE_MESSAGE(ok(ds), to_string(ds));
+    REQUIRE(testb::first_difference(dy, hy) == -1);
   }
-  return v;
 }
 
 }  // namespace
 
-TEST_CASE("cuda topk/randk encode is byte-identical to the host") {
-  const char* specs[] = {"topk:ratio=0.1,scope=row", "topk:ratio=0.01,scope=row,index=u32,values=fp16",
-                         "topk:k=7,scope=row,index=bitmap,values=bf16", "topk:ratio=0.3,scope=tensor",
-                         "topk:ratio=0.001,scope=tensor,index=u32", "randk:ratio=0.1,scope=row,seed=3",
-                         "randk:k=33,scope=tensor,unbiased=1,values=fp16"};
-  const shape shapes[] = {shape(7, 3000), shape(3, 70001), shape(1, 5), shape(200000), shape(64, 16384)};
-  for (const char* text : specs)
-    for (const shape& shp : shapes)
-      for (int kind = 0; kind < 5; ++kind)
+TEST_CASE("cuda topk/randk: payloads and decodes equal the host (specs x shapes x distributions x dtypes)") {
+  testg::gpu_backend b;
+  const bool quick = testg::quick();
+  for (const char* text : encode_specs)
+    for (const shape& shp : encode_shapes)
+      for (int kind = 0; kind < testk_gpu::kinds; ++kind)
         for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
+          if (quick && (kind > 1 || t != dtype::f32 || shp.size() > 70000)) continue;
           CAPTURE(text);
           CAPTURE(shp.rows);
           CAPTURE(shp.cols);
@@ -56,56 +73,85 @@ TEST_CASE("cuda topk/randk encode is byte-identical to the host") {
           CAPTURE(int(t));
           spec s;
           REQUIRE(ok(parse_spec(text, s)));
-          const size_t cap = encoded_bytes(s, shp), wsb = workspace_bytes(s, shp);
-          if (cap == 0) continue;  // e.g. u16 indices for a long row
-          const auto in = testdata::as_bytes(adversarial(kind, shp.size(), 17), t);
-          std::vector<uint8_t> want(cap), hws(wsb), got(cap);
-          REQUIRE(ok(host::encode(s, const_tensor_view{in.data(), t, shp}, want.data(), cap, hws.data(), wsb, 5)));
-          device_buffer din(in.size()), dpay(cap), dws(wsb);
-          REQUIRE(cudaMemcpy(din.p, in.data(), in.size(), cudaMemcpyHostToDevice) == cudaSuccess);
-          size_t written = 0;
-          REQUIRE(ok(pipecodec::cuda::detail::encode_topk(s, const_tensor_view{din.p, t, shp}, dpay.p, cap, dws.p, wsb, 5, 0,
-                                               &written)));
-          REQUIRE(cudaMemcpy(got.data(), dpay.p, cap, cudaMemcpyDeviceToHost) == cudaSuccess);
-          REQUIRE(written == cap);
-          REQUIRE(got == want);
+          if (encoded_bytes(s, shp) == 0) continue;  // e.g. u16 indices for a long row
+          check_case(b, s, shp, kind, t);
         }
 }
 
-TEST_CASE("cuda topk/randk decode matches the host, rejects corrupt payloads untouched") {
-  const char* specs[] = {"topk:ratio=0.1,scope=row", "topk:ratio=0.01,scope=row,index=u32,values=fp16",
-                         "topk:k=7,scope=row,index=bitmap,values=bf16", "randk:ratio=0.1,scope=row,seed=3",
-                         "randk:k=33,scope=tensor,unbiased=1"};
-  const shape shp(9, 5000);
-  for (const char* text : specs)
-    for (bool acc : {false, true}) {
+TEST_CASE("cuda topk: large tensors on the whole grid (2^24 + 3, many chunks and ties)") {
+  if (testg::quick()) return;
+  testg::gpu_backend b;
+  const shape shp((uint64_t(1) << 24) + 3);
+  for (const char* text : {"topk:ratio=0.01,scope=tensor", "topk:ratio=0.1,scope=tensor,values=bf16",
+                           "topk:ratio=0.001,scope=tensor,values=quant,bits=4,group=128"})
+    for (int kind : {0, 2, 5}) {
       CAPTURE(text);
-      CAPTURE(acc);
+      CAPTURE(kind);
       spec s;
       REQUIRE(ok(parse_spec(text, s)));
-      const auto x = testdata::activations(shp.size(), 3);
-      const size_t cap = encoded_bytes(s, shp), wsb = workspace_bytes(s, shp);
-      std::vector<uint8_t> pl(cap), hws(wsb);
-      REQUIRE(ok(host::encode(s, const_tensor_view{x.data(), dtype::f32, shp}, pl.data(), cap, hws.data(), wsb)));
-      for (bool corrupt : {false, true}) {
-        auto bytes = pl;
-        if (corrupt) bytes[40] = 7;  // scope byte
-        std::vector<float> init(shp.size(), 0.5F), want = init, got(shp.size());
-        const tensor_view hv{want.data(), dtype::f32, shp};
-        const status hs = acc ? host::decode_accumulate(bytes.data(), cap, hv) : host::decode(bytes.data(), cap, hv);
-        device_buffer dp(cap), dout(shp.size() * 4), dws(wsb);
-        REQUIRE(cudaMemcpy(dp.p, bytes.data(), cap, cudaMemcpyHostToDevice) == cudaSuccess);
-        REQUIRE(cudaMemcpy(dout.p, init.data(), shp.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
-        const tensor_view dv{dout.p, dtype::f32, shp};
-        REQUIRE(ok(acc ? pipecodec::cuda::detail::decode_topk<true>(dp.p, cap, dv, dws.p, wsb, 0)
-                       : pipecodec::cuda::detail::decode_topk<false>(dp.p, cap, dv, dws.p, wsb, 0)));
-        status ds = status::success;
-        const uintptr_t a = reinterpret_cast<uintptr_t>(dws.p);
-        REQUIRE(cudaMemcpy(&ds, static_cast<uint8_t*>(dws.p) + (16 - a % 16) % 16, sizeof ds,
-                           cudaMemcpyDeviceToHost) == cudaSuccess);
-        REQUIRE(cudaMemcpy(got.data(), dout.p, shp.size() * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
-        CHECK(ds == hs);
-        CHECK(got == want);
+      check_case(b, s, shp, kind, kind == 2 ? dtype::bf16 : dtype::f32);
+    }
+}
+
+TEST_CASE("cuda topk: default stream, graph capture, unaligned workspace") {
+  for (testg::launch_mode mode : {testg::launch_mode::default_stream, testg::launch_mode::graph})
+    for (size_t ws_off : {size_t(0), size_t(3)}) {
+      testg::gpu_backend b;
+      b.mode = mode;
+      b.workspace_offset = ws_off;
+      for (const char* text : {"topk:ratio=0.05,scope=tensor", "topk:ratio=0.1,scope=row,values=quant,bits=4",
+                               "randk:ratio=0.1,scope=tensor,seed=11"}) {
+        CAPTURE(text);
+        CAPTURE(ws_off);
+        spec s;
+        REQUIRE(ok(parse_spec(text, s)));
+        check_case(b, s, shape(40, 5000), 5, dtype::f32);
       }
+    }
+}
+
+TEST_CASE("cuda topk: corrupt payloads get the host's status and leave the output untouched") {
+  testg::gpu_backend b;
+  struct corruption {
+    const char* spec;
+    const char* what;
+  };
+  const corruption cases[] = {
+      {"topk:ratio=0.1,scope=row,index=u32", "scope byte"},
+      {"topk:ratio=0.1,scope=row,index=u32", "index out of range"},
+      {"topk:ratio=0.1,scope=row,index=u16", "duplicate index"},
+      {"topk:ratio=0.5,scope=row,index=bitmap", "extra bitmap bit"},
+      {"topk:ratio=0.1,scope=row,values=quant,bits=4", "NaN scale"},
+      {"topk:ratio=0.1,scope=row,values=fp16", "padding byte"},
+      {"randk:ratio=0.1,scope=row,seed=3", "scope byte"},
+      {"topk:ratio=0.1,scope=row,mask=shared", "shared payload alone"},
+      {"topk:ratio=0.1,scope=row", "none"},
+  };
+  const shape shp(9, 5000);
+  for (const corruption& c : cases)
+    for (bool acc : {false, true}) {
+      CAPTURE(c.spec);
+      CAPTURE(c.what);
+      CAPTURE(acc);
+      spec s;
+      REQUIRE(ok(parse_spec(c.spec, s)));
+      const auto in = testdata::as_bytes(testdata::activations(shp.size(), 3), dtype::f32);
+      std::vector<uint8_t> pl;
+      if (s.topk.shared_mask) {  // a values-only payload, made by the host with its mask
+        spec ms = s;
+        ms.topk.shared_mask = false;
+        std::vector<uint8_t> mask;
+        REQUIRE(ok(testk_gpu::host_encode(ms, in, dtype::f32, shp, 0, mask)));
+        REQUIRE(ok(testk_gpu::host_encode(s, in, dtype::f32, shp, 0, pl, &mask)));
+      } else {
+        REQUIRE(ok(testk_gpu::host_encode(s, in, dtype::f32, shp, 0, pl)));
+      }
+      testk_gpu::corrupt(pl, c.what);
+      std::vector<uint8_t> hy = testb::accumulator(dtype::f32, shp.size(), 4), dy = hy;
+      const status hs = testb::host_decode(pl, pl.size(), dtype::f32, shp, hy, acc);
+      const status ds = b.decode_topk(pl, nullptr, dtype::f32, shp, dy, acc);
+      CHECK(ds == hs);
+      CHECK(ok(hs) == (std::string(c.what) == "none"));
+      CHECK(testb::first_difference(dy, hy) == -1);
     }
 }

@@ -158,12 +158,20 @@ PIPECODEC_HD bool make_topk_layout(const topk_desc& d, const shape& s, topk_layo
 //   candidate keys  4 * (unit_len / 4) u32 per unit, when positions are selected
 //                   (a unit whose candidates do not fit re-reads its keys instead)
 //   kept values     4 * kept, fp32, when values are quantized (gathered, then quantized)
-//   state           16 bytes per unit + 16 KiB: selection state of the CUDA path
-//                   (per-unit thresholds, global histograms); unused by the host
+//   value tiles     when values are quantized: what make_quant_workspace(vq) uses after its
+//                   status area (per-tile statistics of groups too large for one warp);
+//                   CUDA path only
+//   state           16 bytes per unit + topk_grid_state_bytes: selection state of the CUDA
+//                   path (global histogram, pass control, per-chunk counts of the multi-block
+//                   tensor-scope select); unused by the host
 // each region 16-byte aligned; workspace_bytes() = workspace_request(used).
+constexpr uint64_t topk_grid_chunks = 4096;  // compaction chunks of the multi-block select
+constexpr uint64_t topk_grid_state_bytes = 8 * 2048 + 256 + 16 * topk_grid_chunks;
+
 struct topk_workspace {
   uint64_t cand_offset = 0;
   uint64_t values_offset = 0;
+  uint64_t qtiles_offset = 0;
   uint64_t state_offset = 0;
   uint64_t used = 0;
 };
@@ -174,8 +182,10 @@ PIPECODEC_HD topk_workspace make_topk_workspace(const topk_desc& d, const topk_l
   topk_workspace w;
   w.cand_offset = workspace_status_bytes;
   w.values_offset = w.cand_offset + (selects_positions(d) ? align16(4 * L.units * (L.unit_len / 4)) : 0);
-  w.state_offset = w.values_offset + (d.values == value_kind::quant ? align16(4 * L.kept) : 0);
-  w.used = w.state_offset + align16(16 * L.units) + 16384;
+  w.qtiles_offset = w.values_offset + (d.values == value_kind::quant ? align16(4 * L.kept) : 0);
+  w.state_offset = w.qtiles_offset;
+  if (d.values == value_kind::quant) w.state_offset += align16(make_quant_workspace(L.vq).used - workspace_status_bytes);
+  w.used = w.state_offset + align16(16 * L.units) + topk_grid_state_bytes;
   return w;
 }
 

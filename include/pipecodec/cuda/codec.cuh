@@ -94,6 +94,30 @@ inline status decode_topk_accumulate(const void* payload, size_t len, tensor_vie
   return detail::decode_topk<true>(payload, len, out, workspace, workspace_size, stream);
 }
 
+// Shared-mask TopK (spec "topk:...,mask=shared"): encodes the values of `in` at the positions
+// of `mask`, a device TopK payload of the same shape, scope and k (host::encode_shared). The
+// mask is validated on the device: read_status(workspace) after the stream has run says
+// whether it was accepted; a payload encoded against a rejected mask must not be used.
+inline status encode_shared(const spec& s, const_tensor_view in, const void* mask, size_t mask_len, void* payload,
+                            size_t capacity, void* workspace, size_t workspace_size, uint64_t seed,
+                            cudaStream_t stream, size_t* written = nullptr) {
+  return detail::encode_shared(s, in, mask, mask_len, payload, capacity, workspace, workspace_size, seed, stream,
+                               written);
+}
+
+// Decodes a shared-mask payload with the positions of its (device) mask payload, dense.
+inline status decode_shared(const void* values, size_t len, const void* mask, size_t mask_len, tensor_view out,
+                            void* workspace, size_t workspace_size, cudaStream_t stream) {
+  return detail::decode_shared<false>(values, len, mask, mask_len, out, workspace, workspace_size, stream);
+}
+
+// out += decode_shared(...), at the kept positions only.
+inline status decode_shared_accumulate(const void* values, size_t len, const void* mask, size_t mask_len,
+                                       tensor_view out, void* workspace, size_t workspace_size,
+                                       cudaStream_t stream) {
+  return detail::decode_shared<true>(values, len, mask, mask_len, out, workspace, workspace_size, stream);
+}
+
 // Enqueues a copy of the device-side status of the last decode on `workspace` into
 // *host_out (pinned host memory for a truly asynchronous copy; pageable works but blocks).
 // The value is valid once `stream` has been synchronized.

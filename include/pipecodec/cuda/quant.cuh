@@ -26,14 +26,14 @@ namespace detail {
 template <dtype T, uint32_t B, rounding R>
 inline void launch_quant_encode(const quant_params& q, const void* x, const quant_layout& L,
                                 const quant_workspace& W, const header& h, uint64_t seed, uint8_t* p,
-                                uint8_t* ws, uint32_t cap, cudaStream_t stream) {
+                                uint8_t* ws, uint32_t cap, cudaStream_t stream, bool with_header = true) {
   if (!W.tiled) {
     const uint32_t grid = grid_for(ceil_div(L.groups, quant_batch_groups), block_warps, cap);
-    quant_encode_resident_kernel<T, B, R><<<grid, block_threads, 0, stream>>>(x, q, L, h, seed, p);
+    quant_encode_resident_kernel<T, B, R><<<grid, block_threads, 0, stream>>>(x, q, L, h, seed, p, with_header);
     return;
   }
   const uint32_t tile_grid = grid_for(W.tiles, block_warps, cap);
-  quant_tile_stats_kernel<T><<<tile_grid, block_threads, 0, stream>>>(x, L, W, h, p, ws);
+  quant_tile_stats_kernel<T><<<tile_grid, block_threads, 0, stream>>>(x, L, W, h, p, ws, with_header);
   quant_finalize_kernel<block_threads><<<grid_for(L.groups, 1, cap), block_threads, 0, stream>>>(q, L, W, p, ws);
   quant_tile_encode_kernel<T, B, R><<<tile_grid, block_threads, 0, stream>>>(x, q, L, W, seed, p, ws);
 }

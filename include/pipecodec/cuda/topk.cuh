@@ -1,20 +1,24 @@
-// CUDA backend of TopK / RandK encoding: byte-identical to host::encode for the same input,
-// spec and seed. Asynchronous on `stream`: no allocation, no synchronization, no host read of
-// device memory. Pointers are device pointers; `payload` must be 16-byte aligned (cudaMalloc
-// gives 256); the workspace (workspace_bytes(spec, shape), any alignment) holds the
-// selection candidates.
+// CUDA backend of TopK / RandK: byte-identical to host::encode / encode_shared for the same
+// input, spec and seed; decoding matches host::decode / decode_shared bit for bit.
+// Asynchronous on `stream`: no allocation, no synchronization, no host read of device
+// memory. Pointers are device pointers; `payload` must be 16-byte aligned (cudaMalloc gives
+// 256); the workspace (workspace_bytes(spec, shape), any alignment) holds the selection
+// candidates and state, and the gathered values when they are quantized.
 //
-// decode_topk<Accumulate> validates the payload on the device (status word at the start of
-// the aligned workspace, as cuda::read_status expects) and writes `out` only if it passed.
-// Its workspace: at least workspace_request(workspace_status_bytes + align16(n)) bytes, which
-// workspace_bytes(spec, shape) of any topk/randk spec provides.
+// Selection: one block per unit (scope=row, or a tensor shorter than topk_grid_min_len);
+// a longer tensor is selected by the whole grid (detail/topk_grid_select.cuh). Quantized
+// values are gathered into the workspace, then quantized by the quantization kernels
+// (detail/quant_encode.cuh) exactly as host::encode quantizes them.
 //
-// Not yet on the device (status::not_supported, for decode recorded in the status word):
-// quantized values, shared-mask payloads. One block selects one unit, so tensor scope runs
-// on a single SM (correct, not fast).
+// Device-side validation (status word at the start of the aligned workspace, read with
+// cuda::read_status): decode_topk / decode_shared validate the payload (and mask) and write
+// `out` only if they passed. encode_shared validates its mask the same way: when the mask is
+// rejected the status word says why and the payload must not be used.
+// Decode workspace: at least workspace_request(workspace_status_bytes + align16(n)) bytes,
+// which workspace_bytes(spec, shape) of any topk/randk spec provides.
 //
-// Public entry points: cuda::encode (codec topk/randk), cuda::decode_topk and
-// cuda::decode_topk_accumulate in cuda/codec.cuh.
+// Public entry points: cuda::encode (codec topk/randk), cuda::encode_shared,
+// cuda::decode_topk(_accumulate), cuda::decode_shared(_accumulate) in cuda/codec.cuh.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,30 +27,69 @@
 #include "../core/sizes.hpp"
 #include "../host/overlap.hpp"
 #include "detail/topk_decode.cuh"
-#include "detail/topk_kernels.cuh"
+#include "detail/topk_grid_select.cuh"
+#include "quant.cuh"
 
 namespace pipecodec::cuda::detail {
 
-inline status encode_topk(const spec& s, const_tensor_view in, void* payload, size_t capacity, void* workspace,
-                          size_t workspace_size, uint64_t seed, cudaStream_t stream, size_t* written = nullptr) {
-  topk_desc d;
-  status st = resolve_topk(s, in.shp, seed, d);
-  if (!ok(st)) return st;
-  if (d.shared_mask) return status::invalid_argument;
-  if (d.values == value_kind::quant) return status::not_supported;
+// Selection, compaction and emission of every unit (positions and values, or gathered values).
+template <dtype T, bool RandK>
+inline status launch_select(const topk_encode_args& a, uint8_t* state, uint32_t cap, cudaStream_t stream) {
+  const topk_layout& L = a.L;
+  if (L.units == 1 && L.unit_len >= topk_grid_min_len) {
+    if constexpr (RandK)
+      return launch_grid_select(device_randk_keys{a.d.seed, 0}, L.unit_len, L.k, a.cand, state,
+                                kept_emitter<T>{a, 0}, cap, stream);
+    else
+      return launch_grid_select(device_magnitude_keys<T>{a.in, 0}, L.unit_len, L.k, a.cand, state,
+                                kept_emitter<T>{a, 0}, cap, stream);
+  }
+  const uint32_t grid = L.units < 65535 ? uint32_t(L.units) : 65535u;
+  topk_encode_kernel<T, RandK><<<grid, topk_threads, 0, stream>>>(a);
+  return last_launch_status();
+}
+
+// Quantizes the gathered values into the values section, as host::encode does.
+inline status launch_value_quant(const topk_encode_args& a, uint8_t* ws, const topk_workspace& W, uint32_t cap,
+                                 cudaStream_t stream) {
+  const quant_params& q = a.d.vquant;
+  const quant_workspace QW = make_quant_workspace(a.L.vq);
+  // The quantization kernels address their tiles from a workspace's status area onwards.
+  uint8_t* qws = ws + W.qtiles_offset - workspace_status_bytes;
+  uint8_t* base = a.payload + quant_base(a.L);
+  const header none{};  // the TopK header is already written
+  return dispatch_bits(q.bits, [&](auto bc) {
+    constexpr uint32_t B = decltype(bc)::value;
+    if (q.round == rounding::nearest)
+      launch_quant_encode<dtype::f32, B, rounding::nearest>(q, a.gathered, a.L.vq, QW, none, a.d.seed, base, qws,
+                                                            cap, stream, false);
+    else
+      launch_quant_encode<dtype::f32, B, rounding::stochastic>(q, a.gathered, a.L.vq, QW, none, a.d.seed, base,
+                                                               qws, cap, stream, false);
+    return last_launch_status();
+  });
+}
+
+// Shared by encode_topk and encode_shared: checks, header, selection (or the mask's
+// positions, after validating the mask on the device), values.
+inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void* mask, size_t mask_len,
+                            void* payload, size_t capacity, void* workspace, size_t workspace_size,
+                            cudaStream_t stream, size_t* written) {
   topk_layout L;
   if (!make_topk_layout(d, in.shp, L)) return status::invalid_spec;
   const topk_workspace W = make_topk_workspace(d, L);
   if (payload == nullptr || workspace == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
   if (capacity < L.total) return status::buffer_too_small;
   if (workspace_size < workspace_request(W.used)) return status::workspace_too_small;
-  if (reinterpret_cast<uintptr_t>(payload) % 16 != 0 || reinterpret_cast<uintptr_t>(in.data) % dtype_bytes(in.type) != 0)
-    return status::misaligned;
+  if (reinterpret_cast<uintptr_t>(payload) % 16 != 0 || !element_aligned(in.data, in.type)) return status::misaligned;
   const uint64_t in_bytes = L.n * dtype_bytes(in.type);
   if (host::detail::overlaps(in.data, in_bytes, payload, L.total) ||
       host::detail::overlaps(workspace, workspace_size, payload, L.total) ||
-      host::detail::overlaps(workspace, workspace_size, in.data, in_bytes))
+      host::detail::overlaps(workspace, workspace_size, in.data, in_bytes) ||
+      host::detail::overlaps(mask, mask_len, payload, capacity))
     return status::aliasing;
+  uint32_t cap = 0;
+  if (const status st = grid_cap(cap); !ok(st)) return st;
 
   header h;
   h.codec = d.codec;
@@ -61,52 +104,103 @@ inline status encode_topk(const spec& s, const_tensor_view in, void* payload, si
   write_header_kernel<header_bytes><<<1, header_bytes, 0, stream>>>(p, hb);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
 
-  const uintptr_t a = reinterpret_cast<uintptr_t>(workspace);
-  uint8_t* ws = static_cast<uint8_t*>(workspace) + (workspace_align - a % workspace_align) % workspace_align;
-  topk_encode_args args{d, L, in.data, p, reinterpret_cast<uint32_t*>(ws + W.cand_offset), 1.0F};
+  uint8_t* ws = align_workspace(workspace);
+  topk_encode_args args{d, L, in.data, p, reinterpret_cast<uint32_t*>(ws + W.cand_offset),
+                        reinterpret_cast<float*>(ws + W.values_offset), 1.0F};
   if (d.unbiased && L.k) args.scale = float(ddiv_rn(double(L.unit_len), double(L.k)));
+  uint8_t* state = ws + W.state_offset + align16(16 * L.units);
+  status* code = reinterpret_cast<status*>(ws);
+  status st = status::success;
+  if (mask != nullptr) {
+    if (cudaMemsetAsync(ws, 0, 16, stream) != cudaSuccess) return status::cuda_error;
+    const uint32_t grid = L.units == 0 ? 1u : L.units < 65535 ? uint32_t(L.units) : 65535u;
+    topk_validate_kernel<topk_threads><<<grid, topk_threads, 0, stream>>>(
+        p, L.total, static_cast<const uint8_t*>(mask), mask_len, in.shp, topk_check::mask_only, code);
+    if (!ok(st = last_launch_status())) return st;
+  }
   if (L.units > 0 && L.kept > 0) {
-    const uint32_t grid = L.units < 65535 ? uint32_t(L.units) : 65535u;
     st = dispatch_dtype(in.type, [&](auto tc) {
       constexpr dtype T = decltype(tc)::value;
-      if (d.codec == codec_id::randk)
-        topk_encode_kernel<T, true><<<grid, topk_threads, 0, stream>>>(args);
-      else
-        topk_encode_kernel<T, false><<<grid, topk_threads, 0, stream>>>(args);
-      return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+      if (mask != nullptr) {
+        const uint32_t grid = L.units < 65535 ? uint32_t(L.units) : 65535u;
+        topk_encode_masked_kernel<T><<<grid, topk_threads, 0, stream>>>(args, static_cast<const uint8_t*>(mask),
+                                                                        mask_len, code);
+        return last_launch_status();
+      }
+      return d.codec == codec_id::randk ? launch_select<T, true>(args, state, cap, stream)
+                                        : launch_select<T, false>(args, state, cap, stream);
     });
     if (!ok(st)) return st;
+    if (d.values == value_kind::quant && !ok(st = launch_value_quant(args, ws, W, cap, stream))) return st;
   }
   if (written) *written = size_t(L.total);
   return status::success;
 }
 
+inline status encode_topk(const spec& s, const_tensor_view in, void* payload, size_t capacity, void* workspace,
+                          size_t workspace_size, uint64_t seed, cudaStream_t stream, size_t* written = nullptr) {
+  topk_desc d;
+  const status st = resolve_topk(s, in.shp, seed, d);
+  if (!ok(st)) return st;
+  if (d.shared_mask) return status::invalid_argument;  // needs its mask: encode_shared
+  return encode_sparse(d, in, nullptr, 0, payload, capacity, workspace, workspace_size, stream, written);
+}
+
+// `mask`: a device TopK payload of the same shape, scope and k (validated on the device).
+inline status encode_shared(const spec& s, const_tensor_view in, const void* mask, size_t mask_len, void* payload,
+                            size_t capacity, void* workspace, size_t workspace_size, uint64_t seed,
+                            cudaStream_t stream, size_t* written = nullptr) {
+  topk_desc d;
+  const status st = resolve_topk(s, in.shp, seed, d);
+  if (!ok(st)) return st;
+  if (!d.shared_mask) return status::invalid_spec;
+  if (mask == nullptr) return status::invalid_argument;
+  return encode_sparse(d, in, mask, mask_len, payload, capacity, workspace, workspace_size, stream, written);
+}
+
+// Decodes `payload` (positions from `mask` when it is not null) into `out`.
 template <bool Accumulate>
-inline status decode_topk(const void* payload, size_t len, tensor_view out, void* workspace, size_t workspace_size,
-                          cudaStream_t stream) {
+inline status decode_sparse(const void* payload, size_t len, const void* mask, size_t mask_len, tensor_view out,
+                            void* workspace, size_t workspace_size, cudaStream_t stream) {
   uint64_t n = 0;
   if (payload == nullptr || workspace == nullptr || !valid_dtype(uint8_t(out.type))) return status::invalid_argument;
   if (!out.shp.count(n) || n > max_elements) return status::shape_mismatch;
   if (out.data == nullptr && n > 0) return status::invalid_argument;
   if (workspace_size < workspace_request(workspace_status_bytes + align16(n))) return status::workspace_too_small;
-  if (reinterpret_cast<uintptr_t>(out.data) % dtype_bytes(out.type) != 0) return status::misaligned;
+  if (!element_aligned(out.data, out.type)) return status::misaligned;
   const uint64_t out_bytes = n * dtype_bytes(out.type);
   if (host::detail::overlaps(out.data, out_bytes, payload, len) ||
-      host::detail::overlaps(out.data, out_bytes, workspace, workspace_size))
+      host::detail::overlaps(out.data, out_bytes, workspace, workspace_size) ||
+      host::detail::overlaps(out.data, out_bytes, mask, mask_len))
     return status::aliasing;
-  const uintptr_t a = reinterpret_cast<uintptr_t>(workspace);
-  uint8_t* ws = static_cast<uint8_t*>(workspace) + (workspace_align - a % workspace_align) % workspace_align;
+  uint8_t* ws = align_workspace(workspace);
   status* code = reinterpret_cast<status*>(ws);
   if (cudaMemsetAsync(ws, 0, 16, stream) != cudaSuccess) return status::cuda_error;
   const uint32_t grid = out.shp.rows == 0 ? 1u : out.shp.rows < 65535 ? uint32_t(out.shp.rows) : 65535u;
   const uint8_t* p = static_cast<const uint8_t*>(payload);
-  topk_validate_kernel<topk_threads><<<grid, topk_threads, 0, stream>>>(p, len, out.shp, code);
+  const uint8_t* mp = static_cast<const uint8_t*>(mask);
+  topk_validate_kernel<topk_threads><<<grid, topk_threads, 0, stream>>>(
+      p, len, mp, mask_len, out.shp, mask ? topk_check::shared : topk_check::alone, code);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
   uint32_t* cand = reinterpret_cast<uint32_t*>(ws + workspace_status_bytes);
   return dispatch_dtype(out.type, [&](auto oc) {
-    topk_scatter_kernel<decltype(oc)::value, Accumulate><<<grid, topk_threads, 0, stream>>>(p, len, out.data, code, cand);
-    return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+    topk_scatter_kernel<decltype(oc)::value, Accumulate><<<grid, topk_threads, 0, stream>>>(p, len, mp, mask_len,
+                                                                                           out.data, code, cand);
+    return last_launch_status();
   });
+}
+
+template <bool Accumulate>
+inline status decode_topk(const void* payload, size_t len, tensor_view out, void* workspace, size_t workspace_size,
+                          cudaStream_t stream) {
+  return decode_sparse<Accumulate>(payload, len, nullptr, 0, out, workspace, workspace_size, stream);
+}
+
+template <bool Accumulate>
+inline status decode_shared(const void* values, size_t len, const void* mask, size_t mask_len, tensor_view out,
+                            void* workspace, size_t workspace_size, cudaStream_t stream) {
+  if (mask == nullptr) return status::invalid_argument;
+  return decode_sparse<Accumulate>(values, len, mask, mask_len, out, workspace, workspace_size, stream);
 }
 
 }  // namespace pipecodec::cuda::detail

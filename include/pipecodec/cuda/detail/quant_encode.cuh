@@ -4,6 +4,8 @@
 // of quant_tile_chunks chunks -> partial statistics, one block per group reduces them and
 // stores the parameters, then one warp per tile quantizes (a second read of the input).
 // The resident path gives each warp quant_batch_groups consecutive groups at a time.
+// with_header = false: the sections are embedded in another payload (TopK's quantized
+// values), whose encoder writes the header and zeroes the padding itself.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -19,8 +21,8 @@ constexpr uint32_t quant_batch_groups = 4;
 template <dtype In, uint32_t Bits, rounding R>
 __global__ void __launch_bounds__(block_threads)
     quant_encode_resident_kernel(const void* x, quant_params q, quant_layout L, header h, uint64_t seed,
-                                 uint8_t* payload) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) write_quant_header(payload, h, L);
+                                 uint8_t* payload, bool with_header) {
+  if (with_header && blockIdx.x == 0 && threadIdx.x == 0) write_quant_header(payload, h, L);
   const uint32_t lane = lane_id();
   const uint64_t batches = ceil_div(L.groups, quant_batch_groups);
   for (uint64_t bt = global_warp(); bt < batches; bt += warp_count()) {
@@ -53,8 +55,8 @@ __device__ __forceinline__ tile_pos tile_of(uint64_t t, const quant_workspace& W
 template <dtype In>
 __global__ void __launch_bounds__(block_threads)
     quant_tile_stats_kernel(const void* x, quant_layout L, quant_workspace W, header h, uint8_t* payload,
-                            uint8_t* ws) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) write_quant_header(payload, h, L);
+                            uint8_t* ws, bool with_header) {
+  if (with_header && blockIdx.x == 0 && threadIdx.x == 0) write_quant_header(payload, h, L);
   group_stats* partials = reinterpret_cast<group_stats*>(ws + W.partials_offset);
   const uint32_t lane = lane_id();
   for (uint64_t t = global_warp(); t < W.tiles; t += warp_count()) {

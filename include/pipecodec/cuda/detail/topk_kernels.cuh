@@ -1,5 +1,7 @@
-// Kernels of the CUDA TopK / RandK encoder: the header written from a by-value copy, and one
-// block per unit that selects (detail/topk_select.cuh) and writes positions and values.
+// Kernels of the CUDA TopK / RandK encoder: the header written from a by-value copy; one
+// block per unit that selects (detail/topk_select.cuh) and writes positions and values (or,
+// for quantized values, gathers them into the workspace); and the shared-mask encoder that
+// takes its positions from a validated TopK payload.
 #pragma once
 
 #include "../../core/topk_format.hpp"
@@ -37,6 +39,7 @@ struct topk_encode_args {
   const void* in;
   uint8_t* payload;   // 16-byte aligned
   uint32_t* cand;     // candidate region of the workspace
+  float* gathered;    // kept values (fp32) when they are quantized afterwards
   float scale;        // unbiased RandK factor, else 1
 };
 
@@ -58,9 +61,18 @@ __device__ void emit_kept(const topk_encode_args& a, uint64_t u, uint64_t j, uin
     case value_kind::f32: reinterpret_cast<float*>(vals)[e] = v; break;
     case value_kind::f16: reinterpret_cast<uint16_t*>(vals)[e] = f32_to_f16(v); break;
     case value_kind::bf16: reinterpret_cast<uint16_t*>(vals)[e] = f32_to_bf16(v); break;
-    default: break;  // quantized values are refused on the host side
+    case value_kind::quant: a.gathered[e] = v; break;  // quantized once all are gathered
+    default: break;
   }
 }
+
+// emit_kept as a functor, for kernels that take the emitter as a parameter.
+template <dtype T>
+struct kept_emitter {
+  topk_encode_args a;
+  uint64_t u;
+  __device__ void operator()(uint64_t j, uint64_t i) const { emit_kept<T>(a, u, j, i); }
+};
 
 template <dtype T, bool RandK>
 __global__ void __launch_bounds__(topk_threads) topk_encode_kernel(topk_encode_args a) {
@@ -79,6 +91,50 @@ __global__ void __launch_bounds__(topk_threads) topk_encode_kernel(topk_encode_a
       run(device_randk_keys{a.d.seed, u * m});
     else
       run(device_magnitude_keys<T>{a.in, u * m});
+    __syncthreads();
+  }
+}
+
+// Bits of a bitmap as keys: 1 where set. block_compact with threshold (~0, 0, 0) then emits
+// exactly the set bits, ranked in ascending order.
+struct bitmap_keys {
+  const uint8_t* bm;
+  uint64_t base;
+  __device__ uint32_t operator()(uint64_t i) const { return (bm[(base + i) / 8] >> ((base + i) % 8)) & 1u; }
+};
+
+// Calls f(j, i) for every kept position i (rank j) of unit u of a validated TopK payload with
+// an index section; all threads of the block call it together.
+template <class F>
+__device__ void block_for_each_position(const topk_payload& tp, uint64_t u, topk_block_storage& s, F&& f) {
+  const topk_layout& L = tp.layout;
+  const uint8_t* idx = tp.bytes + L.index_offset;
+  if (tp.desc.index == index_layout::bitmap) {
+    topk_threshold t;
+    t.mask = ~0u;
+    block_compact(bitmap_keys{idx, u * L.unit_len}, L.unit_len, t, s, f);
+    return;
+  }
+  for (uint64_t j = threadIdx.x; j < L.k; j += blockDim.x) {
+    const uint64_t e = u * L.k + j;
+    f(j, tp.desc.index == index_layout::u32 ? get_u32(idx + 4 * e) : get_u16(idx + 2 * e));
+  }
+}
+
+// Shared mask: one block per unit writes the values at the positions of `mask`, which the
+// validation kernel checked (status word `code`); nothing is written if it was rejected.
+template <dtype T>
+__global__ void __launch_bounds__(topk_threads)
+    topk_encode_masked_kernel(topk_encode_args a, const uint8_t* mask, uint64_t mask_len, const status* code) {
+  __shared__ alignas(16) unsigned char raw_tp[sizeof(topk_payload)];
+  __shared__ alignas(16) unsigned char raw_s[sizeof(topk_block_storage)];
+  topk_payload& mp = *reinterpret_cast<topk_payload*>(raw_tp);
+  topk_block_storage& s = *reinterpret_cast<topk_block_storage*>(raw_s);
+  if (!ok(*code)) return;
+  if (threadIdx.x == 0) (void)parse_topk_payload(mask, mask_len, mp);  // validated already
+  __syncthreads();
+  for (uint64_t u = blockIdx.x; u < a.L.units; u += gridDim.x) {
+    block_for_each_position(mp, u, s, [&](uint64_t j, uint64_t i) { emit_kept<T>(a, u, j, i); });
     __syncthreads();
   }
 }

@@ -1,5 +1,5 @@
 // Block-level TopK / RandK selection on the device: one thread block selects one unit (a
-// row, or the whole tensor). The same radix select as the host (core/topk_key.hpp digits):
+// row, or a small tensor; detail/topk_grid_select.cuh spreads a large tensor over the grid). The same radix select as the host (core/topk_key.hpp digits):
 // histogram passes in shared memory, keys of the current prefix buffered in the workspace
 // once they fit, early exit when the k-th key's bucket is kept whole, no host round trip;
 // then an ordered compaction (block scans) that emits positions ascending, ties to the lower
@@ -27,6 +27,28 @@ struct topk_block_storage {
   unsigned long long remaining, matching, ncand, found_bucket, found_above;
   int buffered, done;
 };
+
+// The bucket holding the k-th key: the highest b whose keys, with all keys in buckets
+// above it, reach `remaining`; into s.found_bucket / s.found_above (valid after the next
+// barrier). All threads call it. Thread t owns buckets [2048 - 4(t+1), 2048 - 4t): an
+// exclusive scan in thread order counts the keys above its buckets; the owner of the
+// crossing bucket records it.
+__device__ inline void block_find_bucket(const unsigned long long* hist, unsigned long long remaining,
+                                         topk_block_storage& s) {
+  constexpr uint32_t per = topk_radix_buckets / topk_threads;
+  const uint32_t top = topk_radix_buckets - per * threadIdx.x;
+  unsigned long long local = 0, above = 0;
+  for (uint32_t j = 1; j <= per; ++j) local += hist[top - j];
+  topk_scan(s.scan).ExclusiveSum(local, above);
+  for (uint32_t j = 1; j <= per; ++j) {
+    const unsigned long long h = hist[top - j];
+    if (above < remaining && above + h >= remaining) {
+      s.found_bucket = top - j;
+      s.found_above = above;
+    }
+    above += h;
+  }
+}
 
 // Selects the threshold of one unit of m keys into s.t (valid after the call, all threads).
 template <class KeyFn>
@@ -65,22 +87,7 @@ __device__ void block_radix_select(const KeyFn& key, uint64_t m, uint64_t k, uin
       }
     }
     __syncthreads();
-    // Thread t owns buckets [2048 - 4(t+1), 2048 - 4t): an exclusive scan in thread order
-    // counts the keys above its buckets; the owner of the crossing bucket records it.
-    constexpr uint32_t per = topk_radix_buckets / topk_threads;
-    const uint32_t top = topk_radix_buckets - per * tid;
-    unsigned long long local = 0, above = 0;
-    for (uint32_t j = 1; j <= per; ++j) local += s.hist[top - j];
-    topk_scan(s.scan).ExclusiveSum(local, above);
-    const unsigned long long remaining = s.remaining;
-    for (uint32_t j = 1; j <= per; ++j) {
-      const unsigned long long h = s.hist[top - j];
-      if (above < remaining && above + h >= remaining) {
-        s.found_bucket = top - j;
-        s.found_above = above;
-      }
-      above += h;
-    }
+    block_find_bucket(s.hist, s.remaining, s);
     __syncthreads();
     if (tid == 0) {
       const uint32_t b = uint32_t(s.found_bucket);
@@ -96,21 +103,22 @@ __device__ void block_radix_select(const KeyFn& key, uint64_t m, uint64_t k, uin
   }
 }
 
-// Calls emit(j, i) for every kept position i of the unit (j its rank), each exactly once,
-// from some thread; positions and ranks match the host's ascending compaction.
+// Calls emit(j, i) for every kept position i in [begin, end) of a unit (j its rank), each
+// exactly once, from some thread; gt0 / eq0 count the keys above / equal to the threshold
+// before `begin`. Positions and ranks match the host's ascending compaction.
 template <class KeyFn, class Emit>
-__device__ void block_compact(const KeyFn& key, uint64_t m, const topk_threshold& t, topk_block_storage& s,
-                              Emit&& emit) {
-  uint64_t gt_before = 0, eq_before = 0;
-  for (uint64_t base = 0; base < m; base += uint64_t(topk_threads) * topk_items) {
+__device__ void block_compact_range(const KeyFn& key, uint64_t begin, uint64_t end, uint64_t gt0, uint64_t eq0,
+                                    const topk_threshold& t, topk_block_storage& s, Emit&& emit) {
+  uint64_t gt_before = gt0, eq_before = eq0;
+  for (uint64_t base = begin; base < end; base += uint64_t(topk_threads) * topk_items) {
     const uint64_t first = base + uint64_t(threadIdx.x) * topk_items;
     bool gt[topk_items], eq[topk_items];
     unsigned long long local = 0;
     for (uint32_t j = 0; j < topk_items; ++j) {
       const uint64_t i = first + j;
-      const uint32_t c = i < m ? key(i) & t.mask : 0u;
-      gt[j] = i < m && c > t.prefix;
-      eq[j] = i < m && c == t.prefix;
+      const uint32_t c = i < end ? key(i) & t.mask : 0u;
+      gt[j] = i < end && c > t.prefix;
+      eq[j] = i < end && c == t.prefix;
       local += (gt[j] ? 1ull : 0ull) + (eq[j] ? 1ull << 32 : 0ull);
     }
     unsigned long long excl = 0, total = 0;
@@ -127,6 +135,13 @@ __device__ void block_compact(const KeyFn& key, uint64_t m, const topk_threshold
     eq_before += total >> 32;
     __syncthreads();  // the scan storage is reused by the next tile
   }
+}
+
+// The whole unit [0, m).
+template <class KeyFn, class Emit>
+__device__ void block_compact(const KeyFn& key, uint64_t m, const topk_threshold& t, topk_block_storage& s,
+                              Emit&& emit) {
+  block_compact_range(key, 0, m, 0, 0, t, s, static_cast<Emit&&>(emit));
 }
 
 }  // namespace pipecodec::cuda::detail

@@ -1,0 +1,226 @@
+// Multi-block TopK / RandK selection of one large unit (scope=tensor): the same radix select
+// and compaction as the block version (detail/topk_select.cuh), spread over the whole grid.
+//   init                      the pass control in the workspace (no memset, no host value)
+//   3 x (histogram, choose)   every block builds a shared histogram of the keys matching the
+//                             current prefix and adds it to the global one with atomics; one
+//                             block then picks the bucket of the k-th key, refines the prefix
+//                             and clears the global histogram. Each kernel reads the previous
+//                             pass's result from the workspace, so there is no host round
+//                             trip; a pass after an early exit (the bucket is kept whole)
+//                             returns at once. Keys of the prefix are buffered (warp-aggregated
+//                             appends) once they fit, and later passes read only them.
+//   count, scan, emit         the unit is cut into at most topk_grid_chunks chunks; one block
+//                             per chunk counts the keys above / equal to the threshold, one
+//                             block scans the counts, then one block per chunk compacts in
+//                             index order from its chunk's offsets: ties go to the lower
+//                             index and the payload is byte-identical to the host's.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+
+#include "../../core/topk_layout.hpp"
+#include "launch.cuh"
+#include "topk_select.cuh"
+#include "warp.cuh"
+
+namespace pipecodec::cuda::detail {
+
+// The pass control and global histogram, at the start of the workspace's selection state;
+// per-chunk counts (then offsets) follow at topk_grid_counts_offset.
+struct topk_grid_state {
+  unsigned long long hist[topk_radix_buckets];
+  topk_threshold t;
+  unsigned long long remaining, matching, ncand;
+  int buffered, collect, done, pad;
+};
+constexpr uint64_t topk_grid_counts_offset = 8 * topk_radix_buckets + 256;
+static_assert(sizeof(topk_grid_state) <= topk_grid_counts_offset, "grid state must fit its region");
+static_assert(topk_grid_counts_offset + 16 * topk_grid_chunks == topk_grid_state_bytes, "state region size");
+static_assert(topk_grid_chunks % topk_threads == 0, "chunk counts must split evenly over threads");
+
+// Units at least this long use the multi-block select when they are the only unit.
+constexpr uint64_t topk_grid_min_len = uint64_t(1) << 16;
+
+template <uint32_t Threads>
+__global__ void __launch_bounds__(Threads) topk_grid_init_kernel(topk_grid_state* g, uint64_t m, uint64_t k) {
+  for (uint32_t b = threadIdx.x; b < topk_radix_buckets; b += Threads) g->hist[b] = 0;
+  if (threadIdx.x == 0) {
+    g->t = topk_threshold{};
+    g->remaining = k;
+    g->matching = m;
+    g->ncand = 0;
+    g->buffered = 0;
+    g->collect = 0;
+    g->done = k == 0 || k >= m;  // keep nothing, or everything (mask 0)
+    if (g->done) g->t.take_equal = k;
+  }
+}
+
+// One histogram pass over the keys matching the prefix (or over the buffered candidates).
+// Shared counters are u32: the host sizes the grid so that no block sees 2^32 keys.
+template <class Keys>
+__global__ void __launch_bounds__(topk_threads)
+    topk_grid_hist_kernel(Keys key, uint64_t m, uint32_t* cand, topk_grid_state* g, uint32_t p) {
+  __shared__ uint32_t hist[topk_radix_buckets];
+  if (g->done) return;  // the same for every thread: written by the previous kernel
+  const uint32_t shift = topk_digit_shift(p), dmask = topk_digit_mask(p);
+  const uint32_t mask = g->t.mask, prefix = g->t.prefix;
+  const bool buffered = g->buffered != 0, collect = g->collect != 0;
+  const uint64_t ncand = g->ncand;
+  for (uint32_t b = threadIdx.x; b < topk_radix_buckets; b += topk_threads) hist[b] = 0;
+  __syncthreads();
+  if (buffered) {  // their order does not matter to a histogram
+    for (uint64_t i = global_thread(); i < ncand; i += thread_count()) {
+      const uint32_t c = cand[i];
+      if ((c & mask) == prefix) atomicAdd(&hist[(c >> shift) & dmask], 1u);
+    }
+  } else {
+    const uint32_t lane = lane_id();
+    // Warp-uniform trip count, so the appends can use a ballot.
+    for (uint64_t i0 = global_thread() - lane; i0 < m; i0 += thread_count()) {
+      const uint64_t i = i0 + lane;
+      const uint32_t c = i < m ? key(i) : 0u;
+      const bool hit = i < m && (c & mask) == prefix;
+      if (hit) atomicAdd(&hist[(c >> shift) & dmask], 1u);
+      if (collect) {
+        const uint32_t ballot = __ballot_sync(full_warp, hit);
+        if (ballot != 0) {
+          const uint32_t leader = uint32_t(__ffs(ballot)) - 1;
+          unsigned long long base = 0;
+          if (lane == leader) base = atomicAdd(&g->ncand, (unsigned long long)__popc(ballot));
+          base = __shfl_sync(full_warp, base, leader);
+          if (hit) cand[base + uint32_t(__popc(ballot & ((1u << lane) - 1u)))] = c;
+        }
+      }
+    }
+  }
+  __syncthreads();
+  for (uint32_t b = threadIdx.x; b < topk_radix_buckets; b += topk_threads)
+    if (hist[b] != 0) atomicAdd(&g->hist[b], (unsigned long long)hist[b]);
+}
+
+// One block: the bucket of the k-th key, the refined prefix, the next pass's mode.
+template <uint32_t Threads>
+__global__ void __launch_bounds__(Threads) topk_grid_choose_kernel(topk_grid_state* g, uint64_t cap, uint32_t p) {
+  static_assert(Threads == topk_threads, "block_find_bucket splits buckets over topk_threads");
+  __shared__ alignas(16) unsigned char raw[sizeof(topk_block_storage)];
+  topk_block_storage& s = *reinterpret_cast<topk_block_storage*>(raw);
+  if (g->done) return;
+  for (uint32_t b = threadIdx.x; b < topk_radix_buckets; b += Threads) {
+    s.hist[b] = g->hist[b];
+    g->hist[b] = 0;  // ready for the next pass
+  }
+  __syncthreads();
+  block_find_bucket(s.hist, g->remaining, s);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const uint32_t shift = topk_digit_shift(p), dmask = topk_digit_mask(p);
+    const uint32_t b = uint32_t(s.found_bucket);
+    g->remaining -= s.found_above;
+    g->t.mask |= dmask << shift;
+    g->t.prefix |= b << shift;
+    g->matching = s.hist[b];
+    if (g->collect) g->buffered = 1;  // this pass filled the buffer
+    g->collect = !g->buffered && g->matching <= cap;
+    g->done = g->matching == g->remaining || p + 1 == topk_radix_passes;
+    g->t.take_equal = g->remaining;
+  }
+}
+
+// Chunks of the compaction: a multiple of the block's tile, at most topk_grid_chunks.
+struct topk_chunking {
+  uint64_t len = 0, count = 0;
+};
+PIPECODEC_HD topk_chunking topk_chunks_for(uint64_t m) {
+  constexpr uint64_t tile = uint64_t(topk_threads) * topk_items;
+  const uint64_t want = ceil_div(m, tile) < topk_grid_chunks ? ceil_div(m, tile) : topk_grid_chunks;
+  topk_chunking c;
+  if (want == 0) return c;
+  c.len = ceil_div(ceil_div(m, want), tile) * tile;
+  c.count = ceil_div(m, c.len);
+  return c;
+}
+
+// Per chunk: how many keys are above the threshold (x) and equal to it (y).
+template <class Keys>
+__global__ void __launch_bounds__(topk_threads)
+    topk_grid_count_kernel(Keys key, uint64_t m, topk_chunking ch, const topk_grid_state* g, ulonglong2* counts) {
+  using reduce_t = cub::BlockReduce<unsigned long long, topk_threads>;
+  __shared__ typename reduce_t::TempStorage tmp[2];
+  const topk_threshold t = g->t;
+  for (uint64_t c = blockIdx.x; c < ch.count; c += gridDim.x) {
+    const uint64_t begin = c * ch.len, end = begin + ch.len < m ? begin + ch.len : m;
+    unsigned long long gt = 0, eq = 0;
+    for (uint64_t i = begin + threadIdx.x; i < end; i += topk_threads) {
+      const uint32_t x = key(i) & t.mask;
+      gt += x > t.prefix;
+      eq += x == t.prefix;
+    }
+    gt = reduce_t(tmp[0]).Sum(gt);
+    eq = reduce_t(tmp[1]).Sum(eq);
+    if (threadIdx.x == 0) counts[c] = make_ulonglong2(gt, eq);
+    __syncthreads();  // tmp is reused by the next chunk
+  }
+}
+
+// One block: the counts become exclusive prefix sums (the offsets of each chunk).
+template <uint32_t Threads>
+__global__ void __launch_bounds__(Threads) topk_grid_scan_kernel(ulonglong2* counts, uint64_t chunks) {
+  static_assert(Threads == topk_threads, "uses topk_scan");
+  constexpr uint32_t per = uint32_t(topk_grid_chunks / Threads);
+  __shared__ typename topk_scan::TempStorage tmp;
+  unsigned long long gt[per], eq[per], gt_before[per], eq_before[per];
+  for (uint32_t j = 0; j < per; ++j) {
+    const uint64_t c = uint64_t(threadIdx.x) * per + j;
+    gt[j] = c < chunks ? counts[c].x : 0;
+    eq[j] = c < chunks ? counts[c].y : 0;
+  }
+  topk_scan(tmp).ExclusiveSum(gt, gt_before);
+  __syncthreads();  // tmp is reused
+  topk_scan(tmp).ExclusiveSum(eq, eq_before);
+  for (uint32_t j = 0; j < per; ++j) {
+    const uint64_t c = uint64_t(threadIdx.x) * per + j;
+    if (c < chunks) counts[c] = make_ulonglong2(gt_before[j], eq_before[j]);
+  }
+}
+
+// One block per chunk: emit(j, i) for its kept positions, ranks from the chunk's offsets.
+template <class Keys, class Emitter>
+__global__ void __launch_bounds__(topk_threads)
+    topk_grid_emit_kernel(Keys key, uint64_t m, topk_chunking ch, const topk_grid_state* g,
+                          const ulonglong2* offsets, Emitter emit) {
+  __shared__ alignas(16) unsigned char raw[sizeof(topk_block_storage)];
+  topk_block_storage& s = *reinterpret_cast<topk_block_storage*>(raw);
+  const topk_threshold t = g->t;
+  for (uint64_t c = blockIdx.x; c < ch.count; c += gridDim.x) {
+    const uint64_t begin = c * ch.len, end = begin + ch.len < m ? begin + ch.len : m;
+    block_compact_range(key, begin, end, offsets[c].x, offsets[c].y, t, s, emit);
+  }
+}
+
+// Host side: enqueues the whole selection and compaction of one unit of m keys on `stream`.
+// `state` is the workspace's selection state (topk_grid_state_bytes, 16-byte aligned),
+// `cand` holds cap = m / 4 keys. emit(j, i) is a device functor passed by value.
+template <class Keys, class Emitter>
+inline status launch_grid_select(const Keys& key, uint64_t m, uint64_t k, uint32_t* cand, uint8_t* state,
+                                 const Emitter& emit, uint32_t grid_cap_blocks, cudaStream_t stream) {
+  topk_grid_state* g = reinterpret_cast<topk_grid_state*>(state);
+  ulonglong2* counts = reinterpret_cast<ulonglong2*>(state + topk_grid_counts_offset);
+  topk_grid_init_kernel<topk_threads><<<1, topk_threads, 0, stream>>>(g, m, k);
+  // Enough blocks that none counts 2^32 keys in its shared histogram.
+  uint64_t grid = grid_for(m, uint64_t(topk_threads) * 16, grid_cap_blocks);
+  const uint64_t least = ceil_div(m, uint64_t(1) << 31);
+  if (grid < least) grid = least;
+  for (uint32_t p = 0; p < topk_radix_passes; ++p) {
+    topk_grid_hist_kernel<<<uint32_t(grid), topk_threads, 0, stream>>>(key, m, cand, g, p);
+    topk_grid_choose_kernel<topk_threads><<<1, topk_threads, 0, stream>>>(g, m / 4, p);
+  }
+  const topk_chunking ch = topk_chunks_for(m);
+  if (ch.count == 0) return last_launch_status();
+  topk_grid_count_kernel<<<uint32_t(ch.count), topk_threads, 0, stream>>>(key, m, ch, g, counts);
+  topk_grid_scan_kernel<topk_threads><<<1, topk_threads, 0, stream>>>(counts, ch.count);
+  topk_grid_emit_kernel<<<uint32_t(ch.count), topk_threads, 0, stream>>>(key, m, ch, g, counts, emit);
+  return last_launch_status();
+}
+
+}  // namespace pipecodec::cuda::detail
