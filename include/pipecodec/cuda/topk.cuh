@@ -81,9 +81,10 @@ inline status encode_topk(const spec& s, const_tensor_view in, void* payload, si
   return status::success;
 }
 
+// expect: as for decode_any (0: any topk/randk payload).
 template <bool Accumulate>
 inline status decode_topk(const void* payload, size_t len, tensor_view out, void* workspace, size_t workspace_size,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, uint8_t expect = 0) {
   uint64_t n = 0;
   if (payload == nullptr || workspace == nullptr || !valid_dtype(uint8_t(out.type))) return status::invalid_argument;
   if (!out.shp.count(n) || n > max_elements) return status::shape_mismatch;
@@ -102,6 +103,7 @@ inline status decode_topk(const void* payload, size_t len, tensor_view out, void
   const uint8_t* p = static_cast<const uint8_t*>(payload);
   topk_validate_kernel<topk_threads><<<grid, topk_threads, 0, stream>>>(p, len, out.shp, code);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
+  if (const status st = launch_expect_codec(p, len, expect, code, stream); !ok(st)) return st;
   uint32_t* cand = reinterpret_cast<uint32_t*>(ws + workspace_status_bytes);
   return dispatch_dtype(out.type, [&](auto oc) {
     topk_scatter_kernel<decltype(oc)::value, Accumulate><<<grid, topk_threads, 0, stream>>>(p, len, out.data, code, cand);
