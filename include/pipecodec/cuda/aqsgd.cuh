@@ -191,8 +191,7 @@ inline status aqsgd_encode(const host::aqsgd_config& c, aqsgd_device_store& s, c
   if (wr > 0) {  // warm rows: m = T(D(W(a)))
     const shape ws(wr, c.cols);
     st = for_each(wr * c.cols, materialize<batch_source>{{a, pw}, w.f32}, stream);
-    if (ok(st)) st = encode(c.warmup, const_tensor_view(w.f32, dtype::f32, ws), warm, f.warm_bytes, w.ws[0],
-                            w.ws_bytes[0], seed, stream, &len);
+    if (ok(st)) st = encode_f32(c.warmup, w.f32, ws, warm, f.warm_bytes, w.ws[0], w.ws_bytes[0], seed, stream, &len);
     if (ok(st) && len + align16(8 * wr) != f.warm_bytes) st = status::not_supported;  // variable-size codec
     if (ok(st)) st = append_ids(warm, f.warm_bytes, dpids, stream);
     if (ok(st)) st = decode_codec<false>(c.warmup.codec, warm, f.warm_bytes, tensor_view{w.f32, dtype::f32, ws},
@@ -211,8 +210,7 @@ inline status aqsgd_encode(const host::aqsgd_config& c, aqsgd_device_store& s, c
     len = size_t(P.L.total);
   } else if (ok(st) && dr > 0) {
     st = for_each(dr * c.cols, materialize<delta_source>{{a, mt, pd}, fd}, stream);
-    if (ok(st)) st = encode(c.codec, const_tensor_view(fd, dtype::f32, ds), delta, f.delta_bytes, w.ws[1],
-                            w.ws_bytes[1], seed, stream, &len);
+    if (ok(st)) st = encode_f32(c.codec, fd, ds, delta, f.delta_bytes, w.ws[1], w.ws_bytes[1], seed, stream, &len);
   }
   if (ok(st) && dr > 0 && len + align16(8 * dr) != f.delta_bytes) st = status::not_supported;
   if (ok(st) && dr > 0) st = append_ids(delta, f.delta_bytes, dpids + wr, stream);

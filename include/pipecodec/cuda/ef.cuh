@@ -56,8 +56,7 @@ inline status state_encode(const spec& s, const_tensor_view x, Src src, Sink sin
   status st = for_each(n, materialize<Src>{src, ws.f32}, stream);
   size_t len = 0;
   if (ok(st))
-    st = encode(s, const_tensor_view(ws.f32, dtype::f32, shp), payload, capacity, ws.codec, ws.codec_bytes, seed,
-                stream, &len);
+    st = encode_f32(s, ws.f32, shp, payload, capacity, ws.codec, ws.codec_bytes, seed, stream, &len);
   if (!ok(st)) return st;
   if constexpr (AccumulateDecode) {
     // The state itself is the decoder's output: state += D(payload).

@@ -10,9 +10,14 @@
 //   meta: rows, table count before the batch (for the receiver's later commit)
 #pragma once
 
+#include <cstring>
+
+#include "../../core/sizes.hpp"
 #include "../../host/aqsgd.hpp"
 
 namespace pipecodec::cuda::detail {
+
+using namespace pipecodec::detail;
 
 struct aqsgd_plan_layout {
   uint64_t rows = 0;

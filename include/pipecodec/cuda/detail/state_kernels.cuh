@@ -109,6 +109,33 @@ struct convert_op {
   }
 };
 
+// cuda::encode of an fp32 tensor (the scratch of a non-fused step). The stateful schemes call
+// this narrower switch so a translation unit using them instantiates the quantization kernels
+// for fp32 input only, not for every input dtype as cuda::encode does.
+inline status encode_f32(const spec& s, const float* in, const shape& shp, void* payload, size_t capacity,
+                         void* workspace, size_t workspace_size, uint64_t seed, cudaStream_t stream,
+                         size_t* written) {
+  const const_tensor_view v(in, dtype::f32, shp);
+  switch (s.codec) {
+    case codec_id::quant: {
+      quant_plan P;
+      status st = plan_quant(s.quant, shp, in, payload, capacity, workspace, workspace_size, P);
+      if (ok(st) && host::detail::overlaps(in, P.L.n * 4, payload, P.L.total)) st = status::aliasing;
+      if (ok(st))
+        st = launch_quant(tensor_source<dtype::f32>{in}, no_sink{}, s.quant, P, dtype::f32, shp, payload, workspace,
+                          seed, stream);
+      if (ok(st) && written) *written = size_t(P.L.total);
+      return st;
+    }
+    case codec_id::plain:
+      return encode_plain(s.plain, v, payload, capacity, workspace, workspace_size, stream, written);
+    case codec_id::topk:
+    case codec_id::randk:
+      return encode_topk(s, v, payload, capacity, workspace, workspace_size, seed, stream, written);
+    default: return status::not_supported;
+  }
+}
+
 // Decode (or accumulate-decode) of any codec, validated on the device; `expect` as in
 // decode_any. The status word sits at the start of the aligned workspace (read_status).
 template <bool Accumulate>
