@@ -22,6 +22,7 @@
 
 #include "pipecodec/cuda/aqsgd.cuh"
 #include "pipecodec/cuda/ef21.cuh"
+#include "pipecodec/policy/spec_string.hpp"
 
 namespace pc = pipecodec;
 
