@@ -2,5 +2,8 @@
 #pragma once
 
 #include "pipecodec.hpp"
+#include "cuda/aqsgd.cuh"
 #include "cuda/codec.cuh"
+#include "cuda/ef.cuh"
+#include "cuda/ef21.cuh"
 #include "cuda/warp_quant.cuh"

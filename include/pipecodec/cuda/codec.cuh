@@ -40,9 +40,10 @@ inline status encode(const spec& s, const_tensor_view in, void* payload, size_t 
 }
 
 namespace detail {
+// expect: the codec_id the payload must carry (state_mismatch otherwise), 0 for quant or plain.
 template <bool Accumulate>
 inline status decode_any(const void* payload, size_t len, tensor_view out, void* workspace,
-                         size_t workspace_size, cudaStream_t stream) {
+                         size_t workspace_size, cudaStream_t stream, uint8_t expect = 0) {
   uint64_t n = 0;
   if (payload == nullptr || !valid_dtype(uint8_t(out.type))) return status::invalid_argument;
   if (!out.shp.count(n) || n > max_elements) return status::shape_mismatch;
@@ -60,6 +61,7 @@ inline status decode_any(const void* payload, size_t len, tensor_view out, void*
   validate_kernel<block_threads><<<grid_for(n, block_threads, cap), block_threads, 0, stream>>>(
       static_cast<const uint8_t*>(payload), len, out.shp, area);
   if (const status st = last_launch_status(); !ok(st)) return st;
+  if (const status st = launch_expect_codec(payload, len, expect, area, stream); !ok(st)) return st;
   const uint32_t grid = grid_for(n, 32 * block_warps, cap);
   return dispatch_dtype(out.type, [&](auto oc) {
     decode_kernel<decltype(oc)::value, Accumulate><<<grid, block_threads, 0, stream>>>(out.data, area);

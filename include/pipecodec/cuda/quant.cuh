@@ -23,51 +23,73 @@ inline header quant_header(const quant_params& q, const_tensor_view in, const de
 
 namespace detail {
 
-template <dtype T, uint32_t B, rounding R>
-inline void launch_quant_encode(const quant_params& q, const void* x, const quant_layout& L,
+template <uint32_t B, rounding R, class Src, class Sink>
+inline void launch_quant_encode(Src src, Sink sink, const quant_params& q, const quant_layout& L,
                                 const quant_workspace& W, const header& h, uint64_t seed, uint8_t* p,
                                 uint8_t* ws, uint32_t cap, cudaStream_t stream, bool with_header = true) {
   if (!W.tiled) {
     const uint32_t grid = grid_for(ceil_div(L.groups, quant_batch_groups), block_warps, cap);
-    quant_encode_resident_kernel<T, B, R><<<grid, block_threads, 0, stream>>>(x, q, L, h, seed, p, with_header);
+    quant_encode_resident_kernel<B, R><<<grid, block_threads, 0, stream>>>(src, sink, q, L, h, seed, p, with_header);
     return;
   }
   const uint32_t tile_grid = grid_for(W.tiles, block_warps, cap);
-  quant_tile_stats_kernel<T><<<tile_grid, block_threads, 0, stream>>>(x, L, W, h, p, ws, with_header);
+  quant_tile_stats_kernel<<<tile_grid, block_threads, 0, stream>>>(src, L, W, h, p, ws, with_header);
   quant_finalize_kernel<block_threads><<<grid_for(L.groups, 1, cap), block_threads, 0, stream>>>(q, L, W, p, ws);
-  quant_tile_encode_kernel<T, B, R><<<tile_grid, block_threads, 0, stream>>>(x, q, L, W, seed, p, ws);
+  quant_tile_encode_kernel<B, R><<<tile_grid, block_threads, 0, stream>>>(src, sink, q, L, W, seed, p, ws);
+}
+
+// What an encode of `shp` needs, checked on the host: layout, payload capacity, workspace.
+struct quant_plan {
+  quant_layout L;
+  quant_workspace W;
+  uint32_t cap = 0;
+};
+
+// `input`: the input pointer (nullptr allowed only for an empty tensor).
+inline status plan_quant(const quant_params& q, const shape& shp, const void* input, const void* payload,
+                         size_t capacity, const void* workspace, size_t workspace_size, quant_plan& P) {
+  if (!valid_quant_params(q)) return status::invalid_spec;
+  if (!make_quant_layout(q, shp, P.L)) return status::size_overflow;
+  if (payload == nullptr || (input == nullptr && P.L.n > 0)) return status::invalid_argument;
+  if (capacity < P.L.total) return status::buffer_too_small;
+  P.W = make_quant_workspace(P.L);
+  if (workspace_size < workspace_request(P.W.used)) return status::workspace_too_small;
+  if (workspace == nullptr) return status::invalid_argument;
+  return grid_cap(P.cap);
+}
+
+// Encodes the elements src(0 .. n) of a tensor of shape `shp`, described in the payload as
+// `type`, passing each decoded value to `sink`: the single bits x rounding dispatch.
+template <class Src, class Sink>
+inline status launch_quant(Src src, Sink sink, const quant_params& q, const quant_plan& P, dtype type,
+                           const shape& shp, void* payload, void* workspace, uint64_t seed, cudaStream_t stream) {
+  const header h = quant_header(q, const_tensor_view(nullptr, type, shp), P.L, seed);
+  uint8_t* p = static_cast<uint8_t*>(payload);
+  uint8_t* ws = align_workspace(workspace);
+  return dispatch_bits(q.bits, [&](auto bc) {
+    constexpr uint32_t B = decltype(bc)::value;
+    if (q.round == rounding::nearest)
+      launch_quant_encode<B, rounding::nearest>(src, sink, q, P.L, P.W, h, seed, p, ws, P.cap, stream);
+    else
+      launch_quant_encode<B, rounding::stochastic>(src, sink, q, P.L, P.W, h, seed, p, ws, P.cap, stream);
+    return last_launch_status();
+  });
 }
 
 // Checks mirror host::detail::encode_quant, then the CUDA-only ones (workspace, alignment).
 inline status encode_quant(const quant_params& q, const_tensor_view in, void* payload, size_t capacity,
                            void* workspace, size_t workspace_size, uint64_t seed, cudaStream_t stream,
                            size_t* written) {
-  if (!valid_quant_params(q)) return status::invalid_spec;
-  quant_layout L;
-  if (!make_quant_layout(q, in.shp, L)) return status::size_overflow;
-  if (payload == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
-  if (capacity < L.total) return status::buffer_too_small;
-  const quant_workspace W = make_quant_workspace(L);
-  if (workspace_size < workspace_request(W.used)) return status::workspace_too_small;
-  if (workspace == nullptr) return status::invalid_argument;
+  quant_plan P;
+  status st = plan_quant(q, in.shp, in.data, payload, capacity, workspace, workspace_size, P);
+  if (!ok(st)) return st;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
-  if (host::detail::overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
-  uint32_t cap = 0;
-  if (const status st = grid_cap(cap); !ok(st)) return st;
-
-  const header h = quant_header(q, in, L, seed);
-  uint8_t* p = static_cast<uint8_t*>(payload);
-  uint8_t* ws = align_workspace(workspace);
-  const status st = dispatch_dtype_bits(in.type, q.bits, [&](auto tc, auto bc) {
-    constexpr dtype T = decltype(tc)::value;
-    constexpr uint32_t B = decltype(bc)::value;
-    if (q.round == rounding::nearest)
-      launch_quant_encode<T, B, rounding::nearest>(q, in.data, L, W, h, seed, p, ws, cap, stream);
-    else
-      launch_quant_encode<T, B, rounding::stochastic>(q, in.data, L, W, h, seed, p, ws, cap, stream);
-    return last_launch_status();
+  if (host::detail::overlaps(in.data, P.L.n * dtype_bytes(in.type), payload, P.L.total)) return status::aliasing;
+  st = dispatch_dtype(in.type, [&](auto tc) {
+    return launch_quant(tensor_source<decltype(tc)::value>{in.data}, no_sink{}, q, P, in.type, in.shp, payload,
+                        workspace, seed, stream);
   });
-  if (ok(st) && written) *written = size_t(L.total);
+  if (ok(st) && written) *written = size_t(P.L.total);
   return st;
 }
 

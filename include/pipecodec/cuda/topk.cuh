@@ -58,14 +58,15 @@ inline status launch_value_quant(const topk_encode_args& a, uint8_t* ws, const t
   uint8_t* qws = ws + W.qtiles_offset - workspace_status_bytes;
   uint8_t* base = a.payload + quant_base(a.L);
   const header none{};  // the TopK header is already written
+  const tensor_source<dtype::f32> src{a.gathered};
   return dispatch_bits(q.bits, [&](auto bc) {
     constexpr uint32_t B = decltype(bc)::value;
     if (q.round == rounding::nearest)
-      launch_quant_encode<dtype::f32, B, rounding::nearest>(q, a.gathered, a.L.vq, QW, none, a.d.seed, base, qws,
-                                                            cap, stream, false);
+      launch_quant_encode<B, rounding::nearest>(src, no_sink{}, q, a.L.vq, QW, none, a.d.seed, base, qws, cap,
+                                                stream, false);
     else
-      launch_quant_encode<dtype::f32, B, rounding::stochastic>(q, a.gathered, a.L.vq, QW, none, a.d.seed, base,
-                                                               qws, cap, stream, false);
+      launch_quant_encode<B, rounding::stochastic>(src, no_sink{}, q, a.L.vq, QW, none, a.d.seed, base, qws, cap,
+                                                   stream, false);
     return last_launch_status();
   });
 }
@@ -159,9 +160,10 @@ inline status encode_shared(const spec& s, const_tensor_view in, const void* mas
 }
 
 // Decodes `payload` (positions from `mask` when it is not null) into `out`.
+// expect: as for decode_any (0: any topk/randk payload).
 template <bool Accumulate>
 inline status decode_sparse(const void* payload, size_t len, const void* mask, size_t mask_len, tensor_view out,
-                            void* workspace, size_t workspace_size, cudaStream_t stream) {
+                            void* workspace, size_t workspace_size, cudaStream_t stream, uint8_t expect = 0) {
   uint64_t n = 0;
   if (payload == nullptr || workspace == nullptr || !valid_dtype(uint8_t(out.type))) return status::invalid_argument;
   if (!out.shp.count(n) || n > max_elements) return status::shape_mismatch;
@@ -182,6 +184,7 @@ inline status decode_sparse(const void* payload, size_t len, const void* mask, s
   topk_validate_kernel<topk_threads><<<grid, topk_threads, 0, stream>>>(
       p, len, mp, mask_len, out.shp, mask ? topk_check::shared : topk_check::alone, code);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
+  if (const status st = launch_expect_codec(p, len, expect, code, stream); !ok(st)) return st;
   uint32_t* cand = reinterpret_cast<uint32_t*>(ws + workspace_status_bytes);
   return dispatch_dtype(out.type, [&](auto oc) {
     topk_scatter_kernel<decltype(oc)::value, Accumulate><<<grid, topk_threads, 0, stream>>>(p, len, mp, mask_len,
@@ -192,8 +195,8 @@ inline status decode_sparse(const void* payload, size_t len, const void* mask, s
 
 template <bool Accumulate>
 inline status decode_topk(const void* payload, size_t len, tensor_view out, void* workspace, size_t workspace_size,
-                          cudaStream_t stream) {
-  return decode_sparse<Accumulate>(payload, len, nullptr, 0, out, workspace, workspace_size, stream);
+                          cudaStream_t stream, uint8_t expect = 0) {
+  return decode_sparse<Accumulate>(payload, len, nullptr, 0, out, workspace, workspace_size, stream, expect);
 }
 
 template <bool Accumulate>

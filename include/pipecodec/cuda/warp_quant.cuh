@@ -26,8 +26,9 @@ __device__ inline void write_quant_header(uint8_t* payload, const header& h, con
 // Quantizes one 32-element chunk held one element per lane and stores its Bits planes at
 // `planes`. Lanes past the end of the group pass valid = false (their code is 0 on the wire).
 // u: this lane's uniform (detail::warp_rng_uniform) for stochastic rounding, unused otherwise.
+// Returns this lane's code (what the decoder will see for a valid lane).
 template <uint32_t Bits, rounding R>
-__device__ __forceinline__ void warp_encode_chunk(float x, bool valid, const detail::group_params& p,
+__device__ __forceinline__ uint32_t warp_encode_chunk(float x, bool valid, const detail::group_params& p,
                                                   const detail::quant_consts& c, float u,
                                                   uint8_t* planes, bool aligned) {
   uint32_t code;
@@ -39,17 +40,28 @@ __device__ __forceinline__ void warp_encode_chunk(float x, bool valid, const det
   }
   const uint32_t plane = detail::warp_pack_planes<Bits>(valid ? code : 0u);
   detail::warp_store_planes<Bits>(planes, plane, aligned);
+  return code;
 }
+
+// The receiver of decoded values for warp_encode_groups: called by each lane for each valid
+// element i it encoded, with the value v it encoded and d = D(payload)[i], bit-identical to
+// what a decoder of the payload produces. Stateful schemes update their state here (EF:
+// e = v - d; EF21: g += d) in the same pass. no_sink discards them (plain encoding).
+struct no_sink {
+  __device__ __forceinline__ void operator()(uint64_t, float, float) const {}
+};
 
 // Encodes the `count` (<= Groups <= 32) consecutive groups g0 .. g0 + count - 1 of a payload
 // with layout L from values the warp holds: lane l's v[b][k] is element
 // group_begin(g0 + b) + 32 k + l, for k < ceil(group_size(g0 + b) / 32) <= MaxChunks (values
 // past a group's end are ignored). Computes each group's statistics, stores its scale (and
 // offset) and every chunk's bit planes. The payload may have any alignment. Lane b computes
-// the parameters of group b, so their cost is shared by up to 32 groups.
-template <uint32_t Bits, rounding R, uint32_t Groups, uint32_t MaxChunks>
+// the parameters of group b, so their cost is shared by up to 32 groups. `sink` (no_sink's
+// signature) receives every valid element's decoded value.
+template <uint32_t Bits, rounding R, uint32_t Groups, uint32_t MaxChunks, class Sink = no_sink>
 __device__ void warp_encode_groups(const float (&v)[Groups][MaxChunks], uint32_t count, const quant_params& q,
-                                   const detail::quant_layout& L, uint64_t g0, uint64_t seed, uint8_t* payload) {
+                                   const detail::quant_layout& L, uint64_t g0, uint64_t seed, uint8_t* payload,
+                                   Sink sink = {}) {
   static_assert(Groups >= 1 && Groups <= 32, "one group per lane at most");
   const uint32_t lane = detail::lane_id();
   detail::group_stats mine;  // lane b: statistics of group g0 + b
@@ -90,21 +102,25 @@ __device__ void warp_encode_groups(const float (&v)[Groups][MaxChunks], uint32_t
         if (k >= chunks) break;
         float u = 0.0F;
         if constexpr (R == rounding::stochastic) u = detail::warp_rng_uniform(rng, 32 * i);
-        warp_encode_chunk<Bits, R>(v[b][k], uint64_t(k) * 32 + lane < len, p, c, u,
-                                   dst + uint64_t(k) * Bits * 4, aligned);
+        const uint64_t e = uint64_t(k) * 32 + lane;
+        const uint32_t code = warp_encode_chunk<Bits, R>(v[b][k], e < len, p, c, u, dst + uint64_t(k) * Bits * 4,
+                                                         aligned);
+        // The stored parameters are exactly p.scale / p.offset, so this is the decoder's value.
+        if (e < len) sink(begin + e, v[b][k], detail::dequantize(code, p.scale, p.offset, c.zero));
       }
     }
   }
 }
 
 // The same for one group g: lane l's v[k] is element group_begin(g) + 32 k + l.
-template <uint32_t Bits, rounding R, uint32_t MaxChunks>
+template <uint32_t Bits, rounding R, uint32_t MaxChunks, class Sink = no_sink>
 __device__ void warp_encode_group(const float (&v)[MaxChunks], const quant_params& q,
-                                  const detail::quant_layout& L, uint64_t g, uint64_t seed, uint8_t* payload) {
+                                  const detail::quant_layout& L, uint64_t g, uint64_t seed, uint8_t* payload,
+                                  Sink sink = {}) {
   float w[1][MaxChunks];
 #pragma unroll
   for (uint32_t k = 0; k < MaxChunks; ++k) w[0][k] = v[k];
-  warp_encode_groups<Bits, R>(w, 1, q, L, g, seed, payload);
+  warp_encode_groups<Bits, R>(w, 1, q, L, g, seed, payload, sink);
 }
 
 // Decodes one chunk: returns this lane's value, zero-point `zero` from consts_for(Bits, mode)

@@ -68,4 +68,23 @@ __device__ __forceinline__ uint64_t global_thread() {
 }
 __device__ __forceinline__ uint64_t thread_count() { return uint64_t(gridDim.x) * blockDim.x; }
 
+// Run after a decoder's validation kernel: a payload whose header reads but names another
+// codec than the receiver was configured with is rejected with state_mismatch, as
+// host::detail::check_codec does (0 = any codec accepted: the launch is skipped).
+template <uint32_t Threads>
+__global__ void __launch_bounds__(Threads)
+    expect_codec_kernel(const uint8_t* payload, uint64_t len, uint8_t codec, status* code) {
+  header h;
+  if (threadIdx.x == 0 && ok(read_header(payload, len, h)) && uint8_t(h.codec) != codec)
+    *code = status::state_mismatch;
+}
+
+inline status launch_expect_codec(const void* payload, uint64_t len, uint8_t codec, void* status_word,
+                                  cudaStream_t stream) {
+  if (codec == 0) return status::success;
+  expect_codec_kernel<32><<<1, 32, 0, stream>>>(static_cast<const uint8_t*>(payload), len, codec,
+                                                static_cast<status*>(status_word));
+  return last_launch_status();
+}
+
 }  // namespace pipecodec::cuda::detail

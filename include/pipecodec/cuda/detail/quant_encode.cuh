@@ -6,6 +6,10 @@
 // The resident path gives each warp quant_batch_groups consecutive groups at a time.
 // with_header = false: the sections are embedded in another payload (TopK's quantized
 // values), whose encoder writes the header and zeroes the padding itself.
+// Kernels read element i as src(i) and hand every decoded value to a sink (warp_quant.cuh):
+// plain encoding reads a tensor and discards them; the stateful schemes (cuda/ef.cuh,
+// ef21.cuh, aqsgd.cuh) form x + e or x - g in src and update their state in the sink, so
+// the payload and the new state come out of one pass.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -18,9 +22,16 @@ namespace pipecodec::cuda::detail {
 // Groups per warp in the resident path: their parameters are computed by one lane each.
 constexpr uint32_t quant_batch_groups = 4;
 
-template <dtype In, uint32_t Bits, rounding R>
+// Element i of a tensor stored as In.
+template <dtype In>
+struct tensor_source {
+  const void* x;
+  __device__ __forceinline__ float operator()(uint64_t i) const { return load<In>(x, i); }
+};
+
+template <uint32_t Bits, rounding R, class Src, class Sink>
 __global__ void __launch_bounds__(block_threads)
-    quant_encode_resident_kernel(const void* x, quant_params q, quant_layout L, header h, uint64_t seed,
+    quant_encode_resident_kernel(Src src, Sink sink, quant_params q, quant_layout L, header h, uint64_t seed,
                                  uint8_t* payload, bool with_header) {
   if (with_header && blockIdx.x == 0 && threadIdx.x == 0) write_quant_header(payload, h, L);
   const uint32_t lane = lane_id();
@@ -36,10 +47,10 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
       for (uint32_t k = 0; k < quant_resident_chunks; ++k) {
         const uint64_t e = uint64_t(k) * 32 + lane;
-        v[b][k] = e < len ? load<In>(x, begin + e) : 0.0F;
+        v[b][k] = e < len ? src(begin + e) : 0.0F;
       }
     }
-    warp_encode_groups<Bits, R>(v, count, q, L, g0, seed, payload);
+    warp_encode_groups<Bits, R>(v, count, q, L, g0, seed, payload, sink);
   }
 }
 
@@ -52,9 +63,9 @@ __device__ __forceinline__ tile_pos tile_of(uint64_t t, const quant_workspace& W
   return tile_pos{g, (t - g * W.tiles_per_group) * quant_tile_chunks};
 }
 
-template <dtype In>
+template <class Src>
 __global__ void __launch_bounds__(block_threads)
-    quant_tile_stats_kernel(const void* x, quant_layout L, quant_workspace W, header h, uint8_t* payload,
+    quant_tile_stats_kernel(Src src, quant_layout L, quant_workspace W, header h, uint8_t* payload,
                             uint8_t* ws, bool with_header) {
   if (with_header && blockIdx.x == 0 && threadIdx.x == 0) write_quant_header(payload, h, L);
   group_stats* partials = reinterpret_cast<group_stats*>(ws + W.partials_offset);
@@ -65,7 +76,7 @@ __global__ void __launch_bounds__(block_threads)
     const uint64_t end = (tp.k0 + quant_tile_chunks) * 32 < len ? (tp.k0 + quant_tile_chunks) * 32 : len;
     group_stats s;
 #pragma unroll 8
-    for (uint64_t e = tp.k0 * 32 + lane; e < end; e += 32) stats_add(s, load<In>(x, begin + e));
+    for (uint64_t e = tp.k0 * 32 + lane; e < end; e += 32) stats_add(s, src(begin + e));
     s = warp_allreduce_stats(s);
     if (lane == 0) partials[t] = s;
   }
@@ -98,9 +109,9 @@ __global__ void __launch_bounds__(Threads)
   }
 }
 
-template <dtype In, uint32_t Bits, rounding R>
+template <uint32_t Bits, rounding R, class Src, class Sink>
 __global__ void __launch_bounds__(block_threads)
-    quant_tile_encode_kernel(const void* x, quant_params q, quant_layout L, quant_workspace W, uint64_t seed,
+    quant_tile_encode_kernel(Src src, Sink sink, quant_params q, quant_layout L, quant_workspace W, uint64_t seed,
                              uint8_t* payload, const uint8_t* ws) {
   const group_params* params = reinterpret_cast<const group_params*>(ws + W.params_offset);
   const quant_consts c = consts_for(Bits, q.scale);
@@ -118,7 +129,7 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
       for (uint32_t i = 0; i < 4; ++i) {
         const uint64_t e = (k + i) * 32 + lane;
-        v[i] = k + i < k1 && e < len ? load<In>(x, begin + e) : 0.0F;
+        v[i] = k + i < k1 && e < len ? src(begin + e) : 0.0F;
       }
       warp_rng rng{};
       if constexpr (R == rounding::stochastic) rng = warp_rng_init(seed, begin + k * 32);
@@ -127,7 +138,9 @@ __global__ void __launch_bounds__(block_threads)
         if (k + i >= k1) break;  // warp-uniform
         float u = 0.0F;
         if constexpr (R == rounding::stochastic) u = warp_rng_uniform(rng, 32 * i);
-        warp_encode_chunk<Bits, R>(v[i], (k + i) * 32 + lane < len, p, c, u, dst + (k + i) * Bits * 4, aligned);
+        const uint64_t e = (k + i) * 32 + lane;
+        const uint32_t code = warp_encode_chunk<Bits, R>(v[i], e < len, p, c, u, dst + (k + i) * Bits * 4, aligned);
+        if (e < len) sink(begin + e, v[i], dequantize(code, p.scale, p.offset, c.zero));
       }
     }
   }

@@ -1,0 +1,184 @@
+// CUDA AQ-SGD against the host oracle in both pairings, device and pinned stores (with
+// prefetch), every state dtype, random batches of repeated and new ids and a warm-up step:
+// messages byte-equal, table and rows byte-equal after every step; rejected messages leave
+// the store untouched with the host's status; the memory report.
+#include "pipecodec/cuda/aqsgd.cuh"
+#include "state_common.hpp"
+
+using namespace tgs;
+using tstate::make_step;
+using tstate::parse;
+
+namespace {
+
+// One side of AQ-SGD on the device: a device store, or a pinned store with its staging.
+struct cuda_aqsgd_side {
+  host::aqsgd_config c;
+  std::vector<uint64_t> table_mem;
+  dmem rows, staging, ws, plan;
+  pipecodec::cuda::aqsgd_device_store store;
+  cuda_aqsgd_side(const host::aqsgd_config& cfg, uint64_t max_rows, bool pinned)
+      : c(cfg),
+        table_mem(aqsgd_table_bytes(cfg.capacity) / 8),
+        rows(host::aqsgd_rows_bytes(cfg), pinned),
+        staging(pinned ? max_rows * cfg.cols * dtype_bytes(cfg.state_type) : 0),
+        ws(pipecodec::cuda::aqsgd_workspace_bytes(cfg, max_rows)),
+        plan(pipecodec::cuda::aqsgd_plan_bytes(max_rows), true) {
+    REQUIRE(ok(init_aqsgd_table(table_mem.data(), table_mem.size() * 8, cfg.capacity, store.table)));
+    store.rows = tensor_view{rows.p, cfg.state_type, shape(cfg.capacity, cfg.cols)};
+    if (pinned) store.staging = tensor_view{staging.p, cfg.state_type, shape(max_rows, cfg.cols)};
+  }
+  std::vector<uint8_t> snapshot() const {
+    auto out = tstate::bytes_of(store.table.words, aqsgd_table_bytes(c.capacity));
+    const auto r = rows.get(host::aqsgd_rows_bytes(c));
+    out.insert(out.end(), r.begin(), r.end());
+    return out;
+  }
+};
+
+// Random batch ids: a mix of samples seen before and new ones, no duplicates in a batch.
+std::vector<uint64_t> batch_ids(uint64_t rows, uint64_t step, uint64_t pool) {
+  std::vector<uint64_t> ids;
+  uint64_t s = step * 0x9E3779B97F4A7C15ull + 1;
+  while (ids.size() < rows) {
+    const uint64_t id = 1000 + testdata::splitmix(s) % pool;
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA AQ-SGD: host and CUDA sides stay bit-equal (device and pinned stores)") {
+  const uint64_t cols = 160, max_rows = 12;
+  // resident groups, stochastic rounding, tiled whole-part groups, a non-fused codec
+  const char* codecs[] = {"quant:bits=4,group=row", "quant:bits=2,group=32,round=stochastic",
+                          "quant:bits=8,group=tensor", "topk:ratio=0.25,scope=row"};
+  for (const char* text : codecs)
+    for (dtype t : dtypes)
+      for (bool pinned : {false, true}) {
+        CAPTURE(text);
+        CAPTURE(to_string(t));
+        CAPTURE(pinned);
+        host::aqsgd_config c;
+        c.codec = parse(text);
+        c.cols = cols;
+        c.state_type = t;
+        c.capacity = 40;
+        host::aqsgd_state hs, hr;  // host sender (-> CUDA receiver), host receiver (<- CUDA sender)
+        REQUIRE(ok(hs.init(c, max_rows)));
+        REQUIRE(ok(hr.init(c, max_rows)));
+        cuda_aqsgd_side ds(c, max_rows, pinned), dr(c, max_rows, pinned);
+        const size_t cap = host::aqsgd_message_bytes(c, max_rows);
+        dmem msg(cap), batch(max_rows * cols * 4), out(max_rows * cols * 4);
+        std::vector<uint8_t> hm(cap);
+        for (uint64_t step = 0; step < (testg::quick() ? 4u : 14u); ++step) {
+          CAPTURE(step);
+          const uint64_t rows = 3 + step % (max_rows - 2);
+          const auto ids = batch_ids(rows, step, 30);
+          const bool warm = step == 2;
+          const shape shp(rows, cols);
+          const auto a = make_step(rows * cols, 50 + step, dtype::f32);
+          batch.put(a.bytes.data(), a.bytes.size());
+          if (pinned && step % 2 == 1)
+            REQUIRE(ok(pipecodec::cuda::aqsgd_prefetch(dr.store, ids.data(), rows, nullptr)));
+          size_t dl = 0, hl = 0;
+          REQUIRE(ok(pipecodec::cuda::aqsgd_encode(c, ds.store, ids.data(), const_tensor_view(batch.p, dtype::f32, shp),
+                                                   warm, msg.p, cap, ds.plan.p, ds.plan.n, ds.ws.p, ds.ws.n, step,
+                                                   nullptr, &dl)));
+          const auto dev_msg = msg.get(dl);
+          REQUIRE(ok(hr.decode(dev_msg.data(), dl, ids.data())));
+          REQUIRE(ok(hs.encode(ids.data(), const_tensor_view(a.bytes.data(), dtype::f32, shp), warm, hm.data(), cap,
+                               step, &hl)));
+          REQUIRE(hl == dl);
+          CHECK(dev_msg == std::vector<uint8_t>(hm.begin(), hm.begin() + hl));
+          msg.put(hm.data(), hl);
+          REQUIRE(ok(pipecodec::cuda::aqsgd_decode(c, dr.store, ids.data(), rows, warm, msg.p, hl,
+                                                   tensor_view{out.p, dtype::f32, shp}, dr.plan.p, dr.plan.n, dr.ws.p,
+                                                   dr.ws.n, nullptr)));
+          REQUIRE(device_verdict(dr.ws.p) == status::success);
+          REQUIRE(ok(pipecodec::cuda::aqsgd_commit(dr.store, dr.plan.p)));
+          const auto want = tstate::snapshot(hs);
+          CHECK(ds.snapshot() == want);
+          CHECK(dr.snapshot() == want);
+          CHECK(tstate::snapshot(hr) == want);
+        }
+      }
+}
+
+TEST_CASE("CUDA AQ-SGD receiver: rejected messages leave the store untouched") {
+  const uint64_t cols = 64, rows = 6;
+  host::aqsgd_config c;
+  c.codec = parse("quant:bits=4,group=row");
+  c.cols = cols;
+  c.state_type = dtype::bf16;
+  c.capacity = 16;
+  for (bool pinned : {false, true}) {
+    CAPTURE(pinned);
+    host::aqsgd_state hs, hr;
+    REQUIRE(ok(hs.init(c, rows)));
+    REQUIRE(ok(hr.init(c, rows)));
+    cuda_aqsgd_side dr(c, rows, pinned);
+    const size_t cap = host::aqsgd_message_bytes(c, rows);
+    dmem msg(cap);
+    std::vector<uint8_t> hm(cap);
+    std::vector<uint64_t> ids = {5, 6, 7, 8, 9, 10};
+    const shape shp(rows, cols);
+    for (uint64_t step = 0; step < 2; ++step) {  // warm rows, then delta rows
+      const auto a = make_step(rows * cols, 9 + step, dtype::f32);
+      size_t hl = 0;
+      REQUIRE(ok(hs.encode(ids.data(), const_tensor_view(a.bytes.data(), dtype::f32, shp), false, hm.data(), cap,
+                           step, &hl)));
+      if (step == 0) {
+        REQUIRE(ok(hr.decode(hm.data(), hl, ids.data())));
+        msg.put(hm.data(), hl);
+        REQUIRE(ok(pipecodec::cuda::aqsgd_decode(c, dr.store, ids.data(), rows, false, msg.p, hl, {}, dr.plan.p,
+                                                 dr.plan.n, dr.ws.p, dr.ws.n, nullptr)));
+        REQUIRE(device_verdict(dr.ws.p) == status::success);
+        REQUIRE(ok(pipecodec::cuda::aqsgd_commit(dr.store, dr.plan.p)));
+        continue;
+      }
+      const auto before = dr.snapshot();
+      REQUIRE(before == tstate::snapshot(hr));
+      const uint64_t delta_off = 64 + 16;  // every row is a delta row: the delta part follows the kinds
+      const variant cases[] = {{"bad magic", 0, 'X', hl}, {"truncated", 0, 'P', hl - 16},
+                               {"row kind", 64 + 1, 7, hl}, {"sample id", hl - 48 + 8, 0x55, hl},
+                               {"delta scale", delta_off + 64, 0, hl}};
+      for (const variant& v : cases) {
+        CAPTURE(v.what);
+        std::vector<uint8_t> bad(hm.begin(), hm.begin() + hl);
+        v.apply(bad);
+        const status want = hr.decode(bad.data(), v.len, ids.data());
+        REQUIRE(!ok(want));
+        msg.put(bad.data(), hl);
+        REQUIRE(ok(pipecodec::cuda::aqsgd_decode(c, dr.store, ids.data(), rows, false, msg.p, v.len, {}, dr.plan.p,
+                                                 dr.plan.n, dr.ws.p, dr.ws.n, nullptr)));
+        CHECK(device_verdict(dr.ws.p) == want);
+        CHECK(dr.snapshot() == before);
+      }
+      // Expected ids that differ from the message's: id_mismatch, nothing written.
+      std::vector<uint64_t> other = ids;
+      other[2] = 99;
+      msg.put(hm.data(), hl);
+      REQUIRE(ok(pipecodec::cuda::aqsgd_decode(c, dr.store, other.data(), rows, false, msg.p, hl, {}, dr.plan.p,
+                                               dr.plan.n, dr.ws.p, dr.ws.n, nullptr)));
+      CHECK(device_verdict(dr.ws.p) == status::id_mismatch);
+      CHECK(dr.snapshot() == before);
+    }
+  }
+}
+
+TEST_CASE("CUDA AQ-SGD memory report") {
+  host::aqsgd_config c;
+  c.codec = parse("quant:bits=4,group=row");
+  c.cols = 1024;
+  c.state_type = dtype::f16;
+  c.capacity = 1000;
+  const auto dev = pipecodec::cuda::aqsgd_memory(c, 32, false);
+  const auto pin = pipecodec::cuda::aqsgd_memory(c, 32, true);
+  CHECK(dev.rows_bytes == 1000 * 1024 * 2);
+  CHECK(dev.staging_bytes == 0);
+  CHECK(pin.staging_bytes == 32 * 1024 * 2);
+  CHECK(dev.bytes_per_sample == host::aqsgd_memory_use(c, 0).bytes_per_sample);
+  CHECK(dev.bytes_per_sample >= 1024 * 2 + 8);
+}

@@ -1,0 +1,85 @@
+// CUDA EF21 against the host oracle in both pairings (host sender + CUDA receiver, CUDA
+// sender + host receiver): payloads byte-equal, g bit-equal on all four sides after every
+// step, every state dtype; rejected payloads leave g untouched with the host's status.
+#include "pipecodec/cuda/ef21.cuh"
+#include "state_common.hpp"
+
+using namespace tgs;
+using tstate::make_step;
+using tstate::parse;
+
+TEST_CASE("CUDA EF21: host and CUDA sides stay bit-equal in both pairings") {
+  const shape shp(5, 200);
+  const uint64_t n = shp.size();
+  for (const char* text : state_specs)
+    for (dtype gt : dtypes) {
+      CAPTURE(text);
+      CAPTURE(to_string(gt));
+      const spec s = parse(text);
+      const dtype xt = gt == dtype::f32 ? dtype::bf16 : dtype::f32;
+      host::ef21_state hs, hr;  // host sender (pairs with the CUDA receiver), host receiver
+      REQUIRE(ok(hs.init(s, shp, gt)));
+      REQUIRE(ok(hr.init(s, shp, gt)));
+      const size_t cap = encoded_bytes(s, shp), wsb = pipecodec::cuda::ef21_workspace_bytes(s, shp);
+      const size_t gb = n * dtype_bytes(gt);
+      dmem x(n * 4), gs(gb), gr(gb), pay(cap), ws(wsb), out(n * 4);
+      std::vector<uint8_t> hp(cap);
+      for (uint64_t step = 0; step < (testg::quick() ? 2u : 5u); ++step) {
+        CAPTURE(step);
+        const auto xs = make_step(n, 7 * step + 1, xt);
+        x.put(xs.bytes.data(), xs.bytes.size());
+        // CUDA sender -> host receiver.
+        size_t dl = 0, hl = 0;
+        REQUIRE(ok(pipecodec::cuda::ef21_encode(s, const_tensor_view(x.p, xt, shp), tensor_view{gs.p, gt, shp},
+                                                pay.p, cap, ws.p, wsb, step, nullptr, &dl)));
+        const auto dev_payload = pay.get(dl);
+        REQUIRE(ok(hr.decode(dev_payload.data(), dl)));
+        // Host sender -> CUDA receiver (same input: same payload expected).
+        REQUIRE(ok(hs.encode(const_tensor_view(xs.bytes.data(), xt, shp), hp.data(), cap, step, &hl)));
+        REQUIRE(hl == dl);
+        CHECK(dev_payload == std::vector<uint8_t>(hp.begin(), hp.begin() + hl));
+        pay.put(hp.data(), hl);
+        REQUIRE(ok(pipecodec::cuda::ef21_decode(s.codec, pay.p, hl, tensor_view{gr.p, gt, shp},
+                                                tensor_view{out.p, dtype::f32, shp}, ws.p, wsb, nullptr)));
+        REQUIRE(device_verdict(ws.p) == status::success);
+        const auto want = tstate::snapshot(hs.state());
+        CHECK(gs.get(gb) == want);
+        CHECK(gr.get(gb) == want);
+        CHECK(tstate::snapshot(hr.state()) == want);
+        const auto o = out.get(n * 4);
+        const auto ref = tstate::to_f32(hs.state());
+        CHECK(memcmp(o.data(), ref.data(), n * 4) == 0);
+      }
+    }
+}
+
+TEST_CASE("CUDA EF21 receiver: rejected payloads leave g untouched, with the host's status") {
+  const shape shp(4, 250);  // the last chunk has padded lanes
+  const spec s = parse("quant:bits=4");
+  host::ef21_state hs, hr;
+  REQUIRE(ok(hs.init(s, shp, dtype::f16)));
+  REQUIRE(ok(hr.init(s, shp, dtype::f16)));
+  const size_t cap = encoded_bytes(s, shp), wsb = workspace_bytes(s, shp), gb = shp.size() * 2;
+  std::vector<uint8_t> p(cap);
+  const auto xs = make_step(shp.size(), 3, dtype::f32);
+  REQUIRE(ok(hs.encode(const_tensor_view(xs.bytes.data(), dtype::f32, shp), p.data(), cap)));
+  dmem g(gb), pay(cap), ws(wsb);
+  const std::vector<uint8_t> before = g.get(gb);
+  const variant cases[] = {{"bad magic", 0, 'X', cap}, {"truncated", 0, 'P', cap - 16},
+                           {"another codec", detail::off_codec, uint8_t(codec_id::plain), cap},
+                           {"NaN scale", 64, 0, cap}, {"padded lane", cap - 1, 1, cap}};
+  for (const variant& v : cases) {
+    CAPTURE(v.what);
+    std::vector<uint8_t> bad = p;
+    v.apply(bad);
+    const status want = hr.decode(bad.data(), v.len);
+    REQUIRE(!ok(want));
+    pay.put(bad.data(), cap);
+    const status host_side = pipecodec::cuda::ef21_decode(s.codec, pay.p, v.len, tensor_view{g.p, dtype::f16, shp},
+                                                          {}, ws.p, wsb, nullptr);
+    REQUIRE(ok(host_side));
+    CHECK(device_verdict(ws.p) == want);
+    CHECK(g.get(gb) == before);
+  }
+}
+
