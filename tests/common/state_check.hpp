@@ -42,6 +42,12 @@ inline spec parse(const char* text) {
 
 inline const char* storage_name(dtype t) { return to_string(t); }
 
+inline constexpr dtype all_dtypes[] = {dtype::f32, dtype::f16, dtype::bf16};
+
+// Rounding unit and absolute floor (half the smallest subnormal) of a storage dtype.
+inline double unit(dtype t) { return t == dtype::f32 ? 0.0 : t == dtype::f16 ? 0x1p-11 : 0x1p-8; }
+inline double floor_abs(dtype t) { return t == dtype::f16 ? 0x1p-25 : 0x1p-149; }
+
 // Step tensor stored as dtype t, with its exact float values in `f`.
 struct step_tensor {
   std::vector<uint8_t> bytes;

@@ -12,7 +12,7 @@ using namespace pipecodec;
 
 namespace {
 
-policy parse(const char* text) {
+policy policy_of(const char* text) {
   policy p;
   std::string err;
   REQUIRE_MESSAGE(ok(parse_policy(text, p, &err)), err);
@@ -69,7 +69,7 @@ step_info training(uint64_t step, uint64_t epoch = 0, const uint64_t* ids = null
 }  // namespace
 
 TEST_CASE("endpoint: the policy of the boundary and direction is applied, counters add up") {
-  const policy p = parse("fwd=quant:bits=4; bwd=quant:bits=8; b1.fwd=quant:bits=2");
+  const policy p = policy_of("fwd=quant:bits=4; bwd=quant:bits=8; b1.fwd=quant:bits=2");
   const shape s(8, 256);
   const auto x = testdata::activations(s.size(), 3);
   link b0(p, 0, direction::fwd, s), b1(p, 1, direction::fwd, s), bw(p, 1, direction::bwd, s);
@@ -96,7 +96,7 @@ TEST_CASE("endpoint: the policy of the boundary and direction is applied, counte
 }
 
 TEST_CASE("endpoint: warm-up travels plain, inference compressed or plain as scheduled") {
-  const policy p = parse("fwd=quant:bits=2; warmup=2steps; infer=plain");
+  const policy p = policy_of("fwd=quant:bits=2; warmup=2steps; infer=plain");
   const shape s(4, 128);
   const auto x = testdata::activations(s.size(), 5);
   link l(p, 0, direction::fwd, s);
@@ -115,7 +115,7 @@ TEST_CASE("endpoint: warm-up travels plain, inference compressed or plain as sch
 }
 
 TEST_CASE("endpoint: a receiver that disagrees on the mode rejects the payload, output untouched") {
-  const policy p = parse("fwd=quant:bits=4; warmup=1epoch");
+  const policy p = policy_of("fwd=quant:bits=4; warmup=1epoch");
   const shape s(2, 64);
   const auto x = testdata::activations(s.size(), 7);
   link l(p, 0, direction::fwd, s);
@@ -134,7 +134,7 @@ TEST_CASE("endpoint: EF keeps the running sum of what arrived close to the sum o
   const auto x = testdata::uniform(s.size(), 11);
   double drift[2] = {0, 0};  // with EF, without
   for (int k = 0; k < 2; ++k) {
-    link l(parse(k == 0 ? "fwd=quant:bits=2+ef" : "fwd=quant:bits=2"), 0, direction::fwd, s);
+    link l(policy_of(k == 0 ? "fwd=quant:bits=2+ef" : "fwd=quant:bits=2"), 0, direction::fwd, s);
     std::vector<double> sum_in(x.size()), sum_out(x.size());
     for (uint64_t t = 0; t < 8; ++t) {
       const auto y = l.roundtrip(x, training(t));
@@ -154,11 +154,11 @@ TEST_CASE("endpoint: EF keeps the running sum of what arrived close to the sum o
 TEST_CASE("endpoint: EF21 warm-up sets g = x, then the receiver's tensor converges to a fixed input") {
   const shape s(4, 128);
   const auto x = testdata::activations(s.size(), 13);
-  link warm(parse("fwd=quant:bits=2+ef21; warmup=1"), 0, direction::fwd, s);
+  link warm(policy_of("fwd=quant:bits=2+ef21; warmup=1"), 0, direction::fwd, s);
   CHECK(warm.roundtrip(x, training(0)) == x);
   CHECK(warm.roundtrip(x, training(1)) == x);  // delta 0: an exactly representable constant group
 
-  link cold(parse("fwd=quant:bits=2+ef21"), 0, direction::fwd, s);
+  link cold(policy_of("fwd=quant:bits=2+ef21"), 0, direction::fwd, s);
   double first = 0, last = 0;
   for (uint64_t t = 0; t < 6; ++t) {
     const double e = max_abs_err(x, cold.roundtrip(x, training(t)));
@@ -170,7 +170,7 @@ TEST_CASE("endpoint: EF21 warm-up sets g = x, then the receiver's tensor converg
 
 TEST_CASE("endpoint: AQ-SGD keeps one m per sample id on both sides") {
   const shape s(4, 64);
-  const policy p = parse("fwd=quant:bits=2+aqsgd(store=host,dtype=fp32); warmup=1epoch");
+  const policy p = policy_of("fwd=quant:bits=2+aqsgd(store=host,dtype=fp32); warmup=1epoch");
   link l(p, 0, direction::fwd, s, /*samples=*/16);
   const uint64_t a[4] = {3, 9, 1, 12}, b[4] = {5, 3, 14, 9};
   const auto xa = testdata::activations(s.size(), 17), xb = testdata::activations(s.size(), 19);
@@ -197,7 +197,7 @@ TEST_CASE("endpoint: AQ-SGD keeps one m per sample id on both sides") {
 
 TEST_CASE("endpoint: EF with scope=sample keeps one residual per sample id, batches of any size") {
   const shape s(4, 64);
-  const policy p = parse("fwd=quant:bits=2+ef(scope=sample,dtype=fp16)");
+  const policy p = policy_of("fwd=quant:bits=2+ef(scope=sample,dtype=fp16)");
   link l(p, 0, direction::fwd, s, /*samples=*/8);
   host::aqsgd_config c;  // the same scheme driven directly
   c.codec = p.all.fwd.codec;
@@ -249,7 +249,7 @@ TEST_CASE("endpoint: memory comes from the runtime's allocator") {
   o.max_shape = shape(8, 64);
   o.samples = 100;
   o.alloc = a;
-  const policy p = parse("fwd=quant:bits=4+aqsgd; bwd=quant:bits=4+ef21");
+  const policy p = policy_of("fwd=quant:bits=4+aqsgd; bwd=quant:bits=4+ef21");
   {
     host::sender_endpoint f, g;
     REQUIRE(ok(f.init(p, 0, direction::fwd, o)));
@@ -267,12 +267,12 @@ TEST_CASE("endpoint: set-up and call errors") {
   host::endpoint_options o;
   o.max_shape = shape(4, 64);
   host::sender_endpoint tx;
-  CHECK(tx.init(parse("fwd=quant+aqsgd"), 0, direction::fwd, o) != status::success);  // no capacity
-  CHECK(tx.init(parse("fwd=quant+aqsgd(store=device,capacity=8)"), 0, direction::fwd, o) == status::not_supported);
+  CHECK(tx.init(policy_of("fwd=quant+aqsgd"), 0, direction::fwd, o) != status::success);  // no capacity
+  CHECK(tx.init(policy_of("fwd=quant+aqsgd(store=device,capacity=8)"), 0, direction::fwd, o) == status::not_supported);
   o.max_shape = shape(4, 0);
-  CHECK(tx.init(parse("fwd=quant"), 0, direction::fwd, o) == status::invalid_shape);
+  CHECK(tx.init(policy_of("fwd=quant"), 0, direction::fwd, o) == status::invalid_shape);
   o.max_shape = shape(4, 64);
-  REQUIRE(ok(tx.init(parse("fwd=quant"), 0, direction::fwd, o)));
+  REQUIRE(ok(tx.init(policy_of("fwd=quant"), 0, direction::fwd, o)));
   std::vector<float> x(5 * 64);
   std::vector<uint8_t> wire(tx.encoded_bytes());
   CHECK(tx.encode({x.data(), dtype::f32, shape(5, 64)}, step_info{}, wire.data(), wire.size()) ==

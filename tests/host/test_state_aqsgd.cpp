@@ -9,8 +9,6 @@ using namespace tstate;
 
 namespace {
 
-const dtype all_dtypes[] = {dtype::f32, dtype::f16, dtype::bf16};
-
 host::aqsgd_config config(const char* codec, uint64_t cols, dtype t, uint64_t capacity,
                           const char* warm = "plain") {
   host::aqsgd_config c;

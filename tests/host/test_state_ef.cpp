@@ -7,13 +7,8 @@ using namespace tstate;
 
 namespace {
 
-const dtype all_dtypes[] = {dtype::f32, dtype::f16, dtype::bf16};
 const char* const specs[] = {"quant:bits=4,group=row", "quant:bits=2,round=stochastic,group=64",
                              "quant:bits=8,scale=absmax,scale_dtype=fp16", "plain:dtype=bf16"};
-
-// Rounding unit and absolute floor (half the smallest subnormal) of a storage dtype.
-double unit(dtype t) { return t == dtype::f32 ? 0.0 : t == dtype::f16 ? 0x1p-11 : 0x1p-8; }
-double floor_abs(dtype t) { return t == dtype::f16 ? 0x1p-25 : 0x1p-149; }
 
 }  // namespace
 

@@ -13,12 +13,7 @@ using namespace tstate;
 
 namespace {
 
-const dtype all_dtypes[] = {dtype::f32, dtype::f16, dtype::bf16};
-
-double unit(dtype t) { return t == dtype::f32 ? 0.0 : t == dtype::f16 ? 0x1p-11 : 0x1p-8; }
-double floor_abs(dtype t) { return t == dtype::f16 ? 0x1p-25 : 0x1p-149; }
-
-host::aqsgd_config config(const char* codec, uint64_t cols, dtype t, uint64_t capacity) {
+host::aqsgd_config store_config(const char* codec, uint64_t cols, dtype t, uint64_t capacity) {
   host::aqsgd_config c;
   c.codec = parse(codec);
   c.cols = cols;
@@ -56,7 +51,7 @@ TEST_CASE("per-sample EF: for every sample, sum of decoded rows + final e = sum 
       CAPTURE(storage_name(st_t));
       const uint64_t cols = 1 + testdata::splitmix(rng) % 150, pool = 10, max_rows = 6;
       host::ef_sample_state ef;
-      REQUIRE(ok(ef.init(config(text, cols, st_t, pool), max_rows)));
+      REQUIRE(ok(ef.init(store_config(text, cols, st_t, pool), max_rows)));
       std::vector<uint8_t> payload(ef.payload_bytes());
       struct sums {
         std::vector<double> x, d, bound;
@@ -118,7 +113,7 @@ TEST_CASE("per-sample EF equals the per-row residual when every row keeps its sa
     host::ef_state row;
     host::ef_sample_state per;
     REQUIRE(ok(row.init(parse(text), shp, st_t)));
-    REQUIRE(ok(per.init(config(text, shp.cols, st_t, 8), shp.rows)));
+    REQUIRE(ok(per.init(store_config(text, shp.cols, st_t, 8), shp.rows)));
     const uint64_t ids[5] = {40, 7, 1ull << 60, 3, 99};
     std::vector<uint8_t> a(row.payload_bytes()), b(per.payload_bytes());
     for (int step = 0; step < 12; ++step) {
@@ -138,7 +133,7 @@ TEST_CASE("per-sample EF equals the per-row residual when every row keeps its sa
 }
 
 TEST_CASE("per-sample EF: capacity, duplicates and bad arguments are rejected, store untouched") {
-  const auto c = config("quant:bits=4", 32, dtype::f16, 4);
+  const auto c = store_config("quant:bits=4", 32, dtype::f16, 4);
   host::ef_sample_state ef;
   REQUIRE(ok(ef.init(c, 3)));
   std::vector<uint8_t> payload(ef.payload_bytes());
@@ -171,7 +166,7 @@ TEST_CASE("per-sample EF: capacity, duplicates and bad arguments are rejected, s
 }
 
 TEST_CASE("per-sample EF: the store saves and restores (its own checkpoint kind)") {
-  const auto c = config("topk:ratio=0.2,scope=row", 40, dtype::bf16, 16);
+  const auto c = store_config("topk:ratio=0.2,scope=row", 40, dtype::bf16, 16);
   host::ef_sample_state a, b;
   REQUIRE(ok(a.init(c, 4)));
   REQUIRE(ok(b.init(c, 4)));
