@@ -10,82 +10,19 @@
 //                   one run of consecutive slots and as shuffled slots (one copy per row),
 //                   against one cudaMemcpyAsync of the same bytes (ratio = bandwidth fraction)
 //   PIPECODEC_BENCH_LOG2N (default 28), PIPECODEC_BENCH_REPS (default 15)
-#include <benchmark/benchmark.h>
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "cuda_timing.cuh"
 #include "pipecodec/cuda/aqsgd.cuh"
 #include "pipecodec/cuda/ef21.cuh"
 #include "pipecodec/policy/spec_string.hpp"
 
 namespace pc = pipecodec;
+using namespace cudabench;
 
 namespace {
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : fallback;
-}
-
-struct timing {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  void* flush = nullptr;
-  size_t flush_bytes = 0;
-  bool ready = false;
-};
-
-timing& tm() {
-  static timing t;
-  if (t.ready) return t;
-  int dev = 0, l2 = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-  t.flush_bytes = std::max<size_t>(size_t(2) * size_t(l2), size_t(64) << 20);
-  cudaMalloc(&t.flush, t.flush_bytes);
-  cudaStreamCreateWithFlags(&t.stream, cudaStreamNonBlocking);
-  cudaEventCreate(&t.start);
-  cudaEventCreate(&t.stop);
-  t.ready = cudaDeviceSynchronize() == cudaSuccess;
-  return t;
-}
-
-// Median over reps of op()'s time, each run after an L2 flush; false if op or CUDA failed.
-bool median_ms(const std::function<bool()>& op, float& ms) {
-  timing& t = tm();
-  const int reps = std::max(1, env_int("PIPECODEC_BENCH_REPS", 15));
-  std::vector<float> v;
-  for (int w = 0; w < 2; ++w)
-    if (!op()) return false;
-  for (int r = 0; r < reps; ++r) {
-    if (cudaMemsetAsync(t.flush, r & 0xFF, t.flush_bytes, t.stream) != cudaSuccess) return false;
-    cudaEventRecord(t.start, t.stream);
-    if (!op()) return false;
-    cudaEventRecord(t.stop, t.stream);
-    if (cudaEventSynchronize(t.stop) != cudaSuccess) return false;
-    float e = 0;
-    cudaEventElapsedTime(&e, t.start, t.stop);
-    v.push_back(e);
-  }
-  std::sort(v.begin(), v.end());
-  ms = v[v.size() / 2];
-  return true;
-}
-
-__global__ void fill_kernel(void* x, uint64_t n, pc::dtype type) {
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
-    const uint32_t h = uint32_t(i * 2654435761u) ^ uint32_t(i >> 32);
-    const float v = float(int32_t(h >> 8) - (1 << 23)) * 4.76837158203125e-7F;
-    if (type == pc::dtype::f32) static_cast<float*>(x)[i] = v;
-    else static_cast<uint16_t*>(x)[i] = pc::detail::f32_to_bf16(v);
-  }
-}
 
 struct dbuf {
   void* p = nullptr;
@@ -104,7 +41,7 @@ void report(benchmark::State& st, const std::function<bool()>& op, double traffi
   float ms = 0, copy_ms = 0;
   const size_t half = size_t(traffic / 2);
   auto copy = [&] {
-    return cudaMemcpyAsync(scratch_b, scratch_a, half, cudaMemcpyDeviceToDevice, tm().stream) == cudaSuccess;
+    return cudaMemcpyAsync(scratch_b, scratch_a, half, cudaMemcpyDeviceToDevice, timer().stream) == cudaSuccess;
   };
   for (auto _ : st) {
     if (!median_ms(op, ms) || !median_ms(copy, copy_ms)) {
@@ -123,7 +60,7 @@ void report(benchmark::State& st, const std::function<bool()>& op, double traffi
 enum class scheme { ef, ef21, ef21_recv };
 
 void bench_ef(benchmark::State& st, scheme sc, const char* text, pc::dtype t) {
-  if (!tm().ready) return st.SkipWithError("device setup failed");
+  if (!timer().ready) return st.SkipWithError("device setup failed");
   pc::spec s;
   if (!pc::ok(pc::parse_spec(text, s))) return st.SkipWithError("spec");
   const uint64_t n = uint64_t(1) << env_int("PIPECODEC_BENCH_LOG2N", 28);
@@ -132,8 +69,8 @@ void bench_ef(benchmark::State& st, scheme sc, const char* text, pc::dtype t) {
   const size_t eb = n * pc::dtype_bytes(t);
   dbuf x(eb), e(eb), pay(cap), ws(wsb), big(3 * eb + cap + 16);
   if (!x.p || !e.p || !pay.p || !ws.p || !big.p) return st.SkipWithError("cudaMalloc failed");
-  cudaStream_t str = tm().stream;
-  fill_kernel<<<1024, 256, 0, str>>>(x.p, n, t);
+  cudaStream_t str = timer().stream;
+  fill(x.p, n, t);
   cudaMemsetAsync(e.p, 0, eb, str);
   const pc::const_tensor_view xv(x.p, t, shp);
   const pc::tensor_view ev{e.p, t, shp};
@@ -153,7 +90,7 @@ void bench_ef(benchmark::State& st, scheme sc, const char* text, pc::dtype t) {
 
 // AQ-SGD sender, device store, every row of the batch a delta row (fused 4-bit path).
 void bench_aqsgd(benchmark::State& st) {
-  if (!tm().ready) return st.SkipWithError("device setup failed");
+  if (!timer().ready) return st.SkipWithError("device setup failed");
   const uint64_t n = uint64_t(1) << env_int("PIPECODEC_BENCH_LOG2N", 28), cols = 4096, rows = n / cols;
   pc::host::aqsgd_config c;
   if (!pc::ok(pc::parse_spec("quant:bits=4", c.codec))) return st.SkipWithError("spec");
@@ -169,8 +106,8 @@ void bench_aqsgd(benchmark::State& st) {
   dbuf m(n * 2), a(n * 2), msg(cap), ws(wsb), plan(pc::cuda::aqsgd_plan_bytes(rows), true), big(3 * n * 2 + cap);
   if (!m.p || !a.p || !msg.p || !ws.p || !plan.p || !big.p) return st.SkipWithError("allocation failed");
   store.rows = pc::tensor_view{m.p, c.state_type, pc::shape(rows, cols)};
-  cudaStream_t str = tm().stream;
-  fill_kernel<<<1024, 256, 0, str>>>(a.p, n, pc::dtype::bf16);
+  cudaStream_t str = timer().stream;
+  fill(a.p, n, pc::dtype::bf16);
   cudaMemsetAsync(m.p, 0, n * 2, str);
   const pc::const_tensor_view av(a.p, pc::dtype::bf16, pc::shape(rows, cols));
   auto op = [&] {
@@ -182,7 +119,7 @@ void bench_aqsgd(benchmark::State& st) {
 
 // Pinned store gather (prefetch) and scatter of a batch, against one copy of the same bytes.
 void bench_pinned(benchmark::State& st, bool gather, bool shuffled) {
-  if (!tm().ready) return st.SkipWithError("device setup failed");
+  if (!timer().ready) return st.SkipWithError("device setup failed");
   const uint64_t cols = 4096, rows = 4096, capacity = 2 * rows;
   const size_t row_bytes = cols * 2, bytes = rows * row_bytes;
   std::vector<uint64_t> table(pc::aqsgd_table_bytes(capacity) / 8), ids(rows), slot(rows);
@@ -200,7 +137,7 @@ void bench_pinned(benchmark::State& st, bool gather, bool shuffled) {
   s.rows = pc::tensor_view{host_rows.p, pc::dtype::bf16, pc::shape(capacity, cols)};
   s.staging = pc::tensor_view{staging.p, pc::dtype::bf16, pc::shape(rows, cols)};
   cudaMemcpy(dslot.p, slot.data(), nrows * 8, cudaMemcpyHostToDevice);
-  cudaStream_t str = tm().stream;
+  cudaStream_t str = timer().stream;
   std::function<bool()> op;
   if (gather)
     op = [&] { return pc::ok(pc::cuda::aqsgd_prefetch(s, ids.data(), nrows, str)); };
@@ -228,29 +165,17 @@ void bench_pinned(benchmark::State& st, bool gather, bool shuffled) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("cuda_state bench: no CUDA device, nothing measured\n");
-    return 0;
-  }
-  auto reg = [](const std::string& name, auto fn) {
-    benchmark::RegisterBenchmark(name.c_str(), fn)->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
-  };
   for (pc::dtype t : {pc::dtype::f32, pc::dtype::bf16}) {
     const std::string d = pc::to_string(t);
-    reg("ef/quant4/" + d, [t](benchmark::State& st) { bench_ef(st, scheme::ef, "quant:bits=4", t); });
-    reg("ef21/quant4/" + d, [t](benchmark::State& st) { bench_ef(st, scheme::ef21, "quant:bits=4", t); });
-    reg("ef21_recv/quant4/" + d, [t](benchmark::State& st) { bench_ef(st, scheme::ef21_recv, "quant:bits=4", t); });
+    add("ef/quant4/" + d, bench_ef, scheme::ef, "quant:bits=4", t);
+    add("ef21/quant4/" + d, bench_ef, scheme::ef21, "quant:bits=4", t);
+    add("ef21_recv/quant4/" + d, bench_ef, scheme::ef21_recv, "quant:bits=4", t);
   }
-  reg("ef/topk10/row4096/f32",
-      [](benchmark::State& st) { bench_ef(st, scheme::ef, "topk:ratio=0.1,scope=row", pc::dtype::f32); });
-  reg("aqsgd/quant4/delta/bf16", [](benchmark::State& st) { bench_aqsgd(st); });
+  add("ef/topk10/row4096/f32", bench_ef, scheme::ef, "topk:ratio=0.1,scope=row", pc::dtype::f32);
+  add("aqsgd/quant4/delta/bf16", bench_aqsgd);
   for (bool gather : {true, false})
     for (bool shuffled : {false, true})
-      reg(std::string("pinned/") + (gather ? "gather" : "scatter") + (shuffled ? "/shuffled" : "/contiguous"),
-          [gather, shuffled](benchmark::State& st) { bench_pinned(st, gather, shuffled); });
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+      add(std::string("pinned/") + (gather ? "gather" : "scatter") + (shuffled ? "/shuffled" : "/contiguous"),
+          bench_pinned, gather, shuffled);
+  return run(argc, argv, "cuda_state bench");
 }

@@ -8,54 +8,28 @@
 //   GB/s      input bytes / encode time
 //   PIPECODEC_BENCH_LOG2N (default 28)   tensor-scope elements = 2^LOG2N
 //   PIPECODEC_BENCH_REPS  (default 15)   timed runs per case
-#include <benchmark/benchmark.h>
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
-#include <vector>
 
+#include "cuda_timing.cuh"
 #include "pipecodec/pipecodec.cuh"
 
 namespace pc = pipecodec;
+using namespace cudabench;
 
 namespace {
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : fallback;
-}
-
-bool check(cudaError_t e, benchmark::State& st, const char* what) {
-  if (e == cudaSuccess) return true;
-  st.SkipWithError((std::string(what) + ": " + cudaGetErrorString(e)).c_str());
-  return false;
-}
-
 // Device buffers shared by every case, grown to the largest need.
 struct buffers {
-  void *in = nullptr, *payload = nullptr, *ws = nullptr, *flush = nullptr, *sink = nullptr;
-  size_t in_bytes = 0, payload_bytes = 0, ws_bytes = 0, flush_bytes = 0;
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
+  void *in = nullptr, *payload = nullptr, *ws = nullptr, *sink = nullptr;
+  size_t in_bytes = 0, payload_bytes = 0, ws_bytes = 0;
   bool ready = false;
 };
 
 buffers& bufs() {
   static buffers b;
   if (b.ready) return b;
-  int dev = 0, l2 = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-  b.flush_bytes = std::max<size_t>(size_t(2) * size_t(l2), size_t(64) << 20);
-  cudaMalloc(&b.flush, b.flush_bytes);
   cudaMalloc(&b.sink, 1 << 20);
-  cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking);
-  cudaEventCreate(&b.start);
-  cudaEventCreate(&b.stop);
-  b.ready = cudaDeviceSynchronize() == cudaSuccess;
+  b.ready = timer().ready && cudaDeviceSynchronize() == cudaSuccess;
   return b;
 }
 
@@ -69,16 +43,6 @@ bool grow(void*& p, size_t& have, size_t want) {
   return true;
 }
 
-// Activation-like input: a hash of the index mapped to [-4, 4), stored as `type`.
-__global__ void fill_kernel(void* x, uint64_t n, pc::dtype type) {
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
-    const uint32_t h = uint32_t(i * 2654435761u) ^ uint32_t(i >> 32);
-    const float v = float(int32_t(h >> 8) - (1 << 23)) * 4.76837158203125e-7F;
-    if (type == pc::dtype::f32) static_cast<float*>(x)[i] = v;
-    else static_cast<uint16_t*>(x)[i] = pc::detail::f32_to_bf16(v);
-  }
-}
-
 // One read of `words` 16-byte words: xor-reduced per thread, one store per block so the
 // loads cannot be dropped.
 __global__ void read_kernel(const uint4* x, uint64_t words, uint32_t* sink) {
@@ -90,27 +54,6 @@ __global__ void read_kernel(const uint4* x, uint64_t words, uint32_t* sink) {
   if (acc == 0x9E3779B9u) sink[blockIdx.x] = acc;  // practically never taken, but not provably
 }
 
-template <class Op>
-bool median_ms(benchmark::State& st, Op&& op, int reps, float& ms) {
-  buffers& b = bufs();
-  std::vector<float> t;
-  for (int w = 0; w < 2; ++w)
-    if (!op()) return false;  // warm-up
-  for (int r = 0; r < reps; ++r) {
-    if (!check(cudaMemsetAsync(b.flush, r & 0xFF, b.flush_bytes, b.stream), st, "flush")) return false;
-    cudaEventRecord(b.start, b.stream);
-    if (!op()) return false;
-    cudaEventRecord(b.stop, b.stream);
-    if (!check(cudaEventSynchronize(b.stop), st, "sync")) return false;
-    float e = 0;
-    cudaEventElapsedTime(&e, b.start, b.stop);
-    t.push_back(e);
-  }
-  std::sort(t.begin(), t.end());
-  ms = t[t.size() / 2];
-  return true;
-}
-
 void bench_topk(benchmark::State& st, pc::dtype type, pc::shape shp, std::string text) {
   buffers& b = bufs();
   pc::spec s;
@@ -118,7 +61,6 @@ void bench_topk(benchmark::State& st, pc::dtype type, pc::shape shp, std::string
     st.SkipWithError("setup failed");
     return;
   }
-  const int reps = std::max(1, env_int("PIPECODEC_BENCH_REPS", 15));
   const uint64_t n = shp.size();
   const size_t cap = pc::encoded_bytes(s, shp), ws = pc::workspace_bytes(s, shp);
   const size_t in_bytes = size_t(n) * pc::dtype_bytes(type);
@@ -126,17 +68,18 @@ void bench_topk(benchmark::State& st, pc::dtype type, pc::shape shp, std::string
     st.SkipWithError("cudaMalloc failed");
     return;
   }
-  fill_kernel<<<1024, 256, 0, b.stream>>>(b.in, n, type);
+  fill(b.in, n, type);
+  cudaStream_t stream = timer().stream;
   const pc::const_tensor_view in{b.in, type, shp};
-  auto encode = [&] { return pc::ok(pc::cuda::encode(s, in, b.payload, cap, b.ws, ws, 7, b.stream)); };
+  auto encode = [&] { return pc::ok(pc::cuda::encode(s, in, b.payload, cap, b.ws, ws, 7, stream)); };
   auto read = [&] {
-    read_kernel<<<2048, 256, 0, b.stream>>>(static_cast<const uint4*>(b.in), in_bytes / 16,
+    read_kernel<<<2048, 256, 0, stream>>>(static_cast<const uint4*>(b.in), in_bytes / 16,
                                             static_cast<uint32_t*>(b.sink));
     return cudaGetLastError() == cudaSuccess;
   };
   float enc_ms = 0, read_ms = 0;
   for (auto _ : st) {
-    if (!median_ms(st, encode, reps, enc_ms) || !median_ms(st, read, reps, read_ms)) {
+    if (!median_ms(encode, enc_ms) || !median_ms(read, read_ms)) {
       st.SkipWithError("a CUDA call failed");
       return;
     }
@@ -151,30 +94,16 @@ void bench_topk(benchmark::State& st, pc::dtype type, pc::shape shp, std::string
 }  // namespace
 
 int main(int argc, char** argv) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("cuda_topk bench: no CUDA device, nothing measured\n");
-    return 0;
-  }
   const int log2n = env_int("PIPECODEC_BENCH_LOG2N", 28);
   const pc::shape tensor(uint64_t(1) << log2n), rows(4096, 16384);
   for (pc::dtype t : {pc::dtype::f32, pc::dtype::bf16}) {
     const std::string values = t == pc::dtype::f32 ? "fp32" : "bf16";
-    for (const char* ratio : {"0.001", "0.01", "0.1"}) {
-      const std::string spec = std::string("topk:ratio=") + ratio + ",scope=tensor,values=" + values;
-      const std::string name = "tensor/2^" + std::to_string(log2n) + "/" + pc::to_string(t) + "/k=" + ratio;
-      benchmark::RegisterBenchmark(name.c_str(), bench_topk, t, tensor, spec)
-          ->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
-    }
-    for (const char* ratio : {"0.01", "0.1"}) {
-      const std::string spec = std::string("topk:ratio=") + ratio + ",scope=row,values=" + values;
-      const std::string name = "row/4096x16384/" + std::string(pc::to_string(t)) + "/k=" + ratio;
-      benchmark::RegisterBenchmark(name.c_str(), bench_topk, t, rows, spec)
-          ->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
-    }
+    for (const char* ratio : {"0.001", "0.01", "0.1"})
+      add("tensor/2^" + std::to_string(log2n) + "/" + pc::to_string(t) + "/k=" + ratio, bench_topk, t, tensor,
+          std::string("topk:ratio=") + ratio + ",scope=tensor,values=" + values);
+    for (const char* ratio : {"0.01", "0.1"})
+      add("row/4096x16384/" + std::string(pc::to_string(t)) + "/k=" + ratio, bench_topk, t, rows,
+          std::string("topk:ratio=") + ratio + ",scope=row,values=" + values);
   }
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return run(argc, argv, "cuda_topk bench");
 }
