@@ -42,6 +42,19 @@ inline spec parse(const char* text) {
 
 inline const char* storage_name(dtype t) { return to_string(t); }
 
+// An AQ-SGD / per-sample-EF store of `capacity` samples of `cols` features stored as t, codec
+// and warm-up codec given as spec strings (per-sample EF does not use the warm-up codec).
+inline host::aqsgd_config store_config(const char* codec, uint64_t cols, dtype t, uint64_t capacity,
+                                       const char* warm = "plain") {
+  host::aqsgd_config c;
+  c.codec = parse(codec);
+  c.warmup = parse(warm);
+  c.cols = cols;
+  c.state_type = t;
+  c.capacity = capacity;
+  return c;
+}
+
 inline constexpr dtype all_dtypes[] = {dtype::f32, dtype::f16, dtype::bf16};
 
 // Rounding unit and absolute floor (half the smallest subnormal) of a storage dtype.

@@ -9,17 +9,6 @@ using namespace tstate;
 
 namespace {
 
-host::aqsgd_config config(const char* codec, uint64_t cols, dtype t, uint64_t capacity,
-                          const char* warm = "plain") {
-  host::aqsgd_config c;
-  c.codec = parse(codec);
-  c.warmup = parse(warm);
-  c.cols = cols;
-  c.state_type = t;
-  c.capacity = capacity;
-  return c;
-}
-
 // `rows` distinct ids drawn from [0, pool).
 std::vector<uint64_t> draw_ids(uint64_t rows, uint64_t pool, uint64_t& rng) {
   std::vector<uint64_t> ids;
@@ -52,7 +41,7 @@ TEST_CASE("AQ-SGD: sender and receiver stores stay bit-identical (mixed batches,
       CAPTURE(codecs[ci]);
       CAPTURE(storage_name(st_t));
       const uint64_t cols = 1 + testdata::splitmix(rng) % 200, max_rows = 9;
-      const auto c = config(codecs[ci], cols, st_t, 48, warms[ci]);
+      const auto c = store_config(codecs[ci], cols, st_t, 48, warms[ci]);
       pair_of_sides p(c, max_rows);
       uint64_t mixed = 0;
       for (int step = 0; step < 60; ++step) {
@@ -91,7 +80,7 @@ TEST_CASE("AQ-SGD: with fixed activations m(xi) converges to a(xi)") {
   for (dtype st_t : all_dtypes) {
     CAPTURE(storage_name(st_t));
     const uint64_t cols = 256, samples = 12;
-    const auto c = config("quant:bits=2,group=row", cols, st_t, 16, "quant:bits=4,group=row");
+    const auto c = store_config("quant:bits=2,group=row", cols, st_t, 16, "quant:bits=4,group=row");
     pair_of_sides p(c, samples);
     const auto a = make_step(samples * cols, 21, dtype::f32);
     std::vector<uint64_t> ids(samples);
@@ -122,7 +111,7 @@ TEST_CASE("AQ-SGD: with fixed activations m(xi) converges to a(xi)") {
 
 TEST_CASE("AQ-SGD: capacity is enforced and memory reported; duplicates rejected") {
   const uint64_t cols = 64;
-  const auto c = config("quant:bits=4", cols, dtype::f16, 4);
+  const auto c = store_config("quant:bits=4", cols, dtype::f16, 4);
   pair_of_sides p(c, 8);
   const auto mem = p.tx.memory();
   CHECK(mem.total_bytes == aqsgd_table_bytes(4) + 4 * cols * 2);
@@ -155,7 +144,7 @@ TEST_CASE("AQ-SGD: capacity is enforced and memory reported; duplicates rejected
 
 TEST_CASE("AQ-SGD: hostile messages are rejected without touching the store") {
   const uint64_t cols = 40;
-  const auto c = config("quant:bits=4,group=row", cols, dtype::bf16, 16);
+  const auto c = store_config("quant:bits=4,group=row", cols, dtype::bf16, 16);
   pair_of_sides p(c, 6);
   const auto a = make_step(6 * cols, 2, dtype::f32);
   std::vector<uint64_t> ids = {10, 11, 12, 13};
@@ -210,9 +199,9 @@ TEST_CASE("AQ-SGD: hostile messages are rejected without touching the store") {
   rejected(m, ids.data(), status::corrupt_payload);
   // A receiver configured for another codec or width.
   host::aqsgd_state other;
-  REQUIRE(ok(other.init(config("plain", cols, dtype::bf16, 16), 6)));
+  REQUIRE(ok(other.init(store_config("plain", cols, dtype::bf16, 16), 6)));
   CHECK(other.decode(msg.data(), msg.size(), ids.data()) == status::state_mismatch);
-  REQUIRE(ok(other.init(config("quant:bits=4,group=row", cols + 1, dtype::bf16, 16), 6)));
+  REQUIRE(ok(other.init(store_config("quant:bits=4,group=row", cols + 1, dtype::bf16, 16), 6)));
   CHECK(other.decode(msg.data(), msg.size(), ids.data()) == status::shape_mismatch);
   // A fresh receiver does not know the seen samples: the delta rows are refused.
   host::aqsgd_state fresh;

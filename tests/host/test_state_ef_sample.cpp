@@ -13,15 +13,6 @@ using namespace tstate;
 
 namespace {
 
-host::aqsgd_config store_config(const char* codec, uint64_t cols, dtype t, uint64_t capacity) {
-  host::aqsgd_config c;
-  c.codec = parse(codec);
-  c.cols = cols;
-  c.state_type = t;
-  c.capacity = capacity;
-  return c;
-}
-
 // e(id) as fp32, zeros for a sample the store has not seen.
 std::vector<float> residual_of(const host::ef_sample_state& s, uint64_t id) {
   const uint64_t cols = s.config().cols, slot = s.store().table.find(id);
