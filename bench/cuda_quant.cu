@@ -64,30 +64,13 @@ void bench_quant(benchmark::State& st, pc::dtype type, uint32_t bits, pc::roundi
     return;
   }
   const double traffic = double(b.n) * pc::dtype_bytes(type) + double(cap);
-  const size_t copy_bytes = size_t(traffic / 2);
-  auto copy = [&] {
-    return cudaMemcpyAsync(b.out, b.in, copy_bytes, cudaMemcpyDeviceToDevice, stream) == cudaSuccess;
-  };
-  float codec_ms = 0, copy_ms = 0;
-  for (auto _ : st) {
-    if (!median_ms(decode ? std::function<bool()>(dec) : std::function<bool()>(encode), codec_ms) ||
-        !median_ms(copy, copy_ms)) {
-      st.SkipWithError("a CUDA call failed");
-      return;
-    }
-    st.SetIterationTime(codec_ms / 1e3);
-  }
+  if (!report(st, decode ? std::function<bool()>(dec) : std::function<bool()>(encode), traffic, b.in, b.out)) return;
   if (decode) {  // the decode must have been accepted on the device
     pc::status dst = pc::status::cuda_error;
     (void)pc::cuda::read_status(b.ws, &dst, stream);
     cudaStreamSynchronize(stream);
     if (!pc::ok(dst)) st.SkipWithError(pc::to_string(dst));
   }
-  const double gbs = traffic / (codec_ms * 1e6), copy_gbs = 2.0 * double(copy_bytes) / (copy_ms * 1e6);
-  st.counters["GB/s"] = gbs;
-  st.counters["copy_GB/s"] = copy_gbs;
-  st.counters["ratio"] = gbs / copy_gbs;
-  st.counters["bytes"] = traffic;
 }
 
 }  // namespace

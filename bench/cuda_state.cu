@@ -36,27 +36,6 @@ struct dbuf {
   bool pinned_ = false;
 };
 
-// Reports codec time against a D2D copy moving the same traffic (bytes read + written).
-void report(benchmark::State& st, const std::function<bool()>& op, double traffic, void* scratch_a, void* scratch_b) {
-  float ms = 0, copy_ms = 0;
-  const size_t half = size_t(traffic / 2);
-  auto copy = [&] {
-    return cudaMemcpyAsync(scratch_b, scratch_a, half, cudaMemcpyDeviceToDevice, timer().stream) == cudaSuccess;
-  };
-  for (auto _ : st) {
-    if (!median_ms(op, ms) || !median_ms(copy, copy_ms)) {
-      st.SkipWithError("a CUDA call failed");
-      return;
-    }
-    st.SetIterationTime(ms / 1e3);
-  }
-  const double gbs = traffic / (ms * 1e6), copy_gbs = 2.0 * double(half) / (copy_ms * 1e6);
-  st.counters["GB/s"] = gbs;
-  st.counters["copy_GB/s"] = copy_gbs;
-  st.counters["ratio"] = gbs / copy_gbs;
-  st.counters["bytes"] = traffic;
-}
-
 enum class scheme { ef, ef21, ef21_recv };
 
 void bench_ef(benchmark::State& st, scheme sc, const char* text, pc::dtype t) {

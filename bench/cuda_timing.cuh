@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,28 @@ bool median_ms(Op&& op, float& ms) {
   }
   std::sort(v.begin(), v.end());
   ms = v[v.size() / 2];
+  return true;
+}
+
+// Times op against a device-to-device copy moving the same traffic (bytes read + written:
+// traffic / 2 bytes copied from `from` to `to`) and reports GB/s, copy_GB/s, their ratio and
+// the traffic; false (the run marked failed) if a CUDA call failed.
+inline bool report(benchmark::State& st, const std::function<bool()>& op, double traffic, const void* from, void* to) {
+  float ms = 0, copy_ms = 0;
+  const size_t half = size_t(traffic / 2);
+  auto copy = [&] { return cudaMemcpyAsync(to, from, half, cudaMemcpyDeviceToDevice, timer().stream) == cudaSuccess; };
+  for (auto _ : st) {
+    if (!median_ms(op, ms) || !median_ms(copy, copy_ms)) {
+      st.SkipWithError("a CUDA call failed");
+      return false;
+    }
+    st.SetIterationTime(ms / 1e3);
+  }
+  const double gbs = traffic / (ms * 1e6), copy_gbs = 2.0 * double(half) / (copy_ms * 1e6);
+  st.counters["GB/s"] = gbs;
+  st.counters["copy_GB/s"] = copy_gbs;
+  st.counters["ratio"] = gbs / copy_gbs;
+  st.counters["bytes"] = traffic;
   return true;
 }
 
