@@ -4,69 +4,10 @@
 #include <cstring>
 #include <vector>
 
-#include "../common/data.hpp"
-#include "pipecodec/policy/endpoint.hpp"
-#include "pipecodec/policy/policy_parse.hpp"
+#include "../common/endpoint_link.hpp"
 
 using namespace pipecodec;
-
-namespace {
-
-policy policy_of(const char* text) {
-  policy p;
-  std::string err;
-  REQUIRE_MESSAGE(ok(parse_policy(text, p, &err)), err);
-  return p;
-}
-
-// A sender/receiver pair for one boundary and direction, moving payloads through a buffer.
-struct link {
-  host::sender_endpoint tx;
-  host::receiver_endpoint rx;
-  std::vector<uint8_t> wire;
-  size_t len = 0;
-  shape shp;
-
-  link(const policy& p, uint32_t boundary, direction d, shape s, uint64_t samples = 0) : shp(s) {
-    host::endpoint_options o;
-    o.max_shape = s;
-    o.samples = samples;
-    REQUIRE(ok(tx.init(p, boundary, d, o)));
-    REQUIRE(ok(rx.init(p, boundary, d, o)));
-    REQUIRE(tx.encoded_bytes() == rx.encoded_bytes());
-    wire.resize(tx.encoded_bytes());
-  }
-  status send(const std::vector<float>& x, const step_info& at) {
-    return tx.encode({x.data(), dtype::f32, shp}, at, wire.data(), wire.size(), &len);
-  }
-  std::vector<float> roundtrip(const std::vector<float>& x, const step_info& at) {
-    REQUIRE(ok(send(x, at)));
-    std::vector<float> out(x.size());
-    REQUIRE(ok(rx.decode(wire.data(), len, {out.data(), dtype::f32, shp}, at)));
-    return out;
-  }
-  codec_id wire_codec() const {
-    header h;
-    REQUIRE(ok(read_header(wire.data(), len, h)));
-    return h.codec;
-  }
-};
-
-double max_abs_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::fmax(m, std::fabs(double(a[i]) - b[i]));
-  return m;
-}
-
-step_info training(uint64_t step, uint64_t epoch = 0, const uint64_t* ids = nullptr) {
-  step_info at;
-  at.step = step;
-  at.epoch = epoch;
-  at.sample_ids = ids;
-  return at;
-}
-
-}  // namespace
+using namespace tendpoint;
 
 TEST_CASE("endpoint: the policy of the boundary and direction is applied, counters add up") {
   const policy p = policy_of("fwd=quant:bits=4; bwd=quant:bits=8; b1.fwd=quant:bits=2");

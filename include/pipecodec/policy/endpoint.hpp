@@ -14,6 +14,13 @@
 // alone); training steps use the codec with the state scheme (AQ-SGD and EF with
 // scope=sample need step_info::sample_ids); at inference the codec is applied on its own
 // (or the tensor travels plain) and no state is read or written.
+//
+// Shared mask (`bwd=topk:...,mask=shared`, as GPT-2 in the source paper): the gradient's
+// values travel at the positions the forward TopK payload of the same boundary and step
+// chose. Both backward endpoints take that forward payload as `mask` (the stage that sent the
+// activations keeps what it sent, the one that received them keeps what it received). The
+// backward gradient then is exactly the gradient of the compressed forward pass: TopK's
+// derivative is zero at the positions it dropped.
 #pragma once
 
 #include <algorithm>
@@ -58,6 +65,8 @@ class endpoint_base {
   // Switches what inference calls do, e.g. to measure a model with and without compression.
   void set_inference(inference_mode m) { sched_.infer = m; }
   const direction_policy& settings() const { return dp_; }
+  // Whether compressed and inference calls need the forward payload as their mask.
+  bool needs_mask() const { return dp_.codec.codec == codec_id::topk && dp_.codec.topk.shared_mask; }
 
  protected:
   // `sender`: classic EF state lives on the sender only; the receiver decodes as usual.
@@ -75,6 +84,10 @@ class endpoint_base {
     if (m.ndim != 2 || m.cols == 0 || !m.count(n) || n > max_elements) return status::invalid_shape;
     const size_t codec_bytes = pipecodec::encoded_bytes(dp_.codec, m);
     if (codec_bytes == 0) return status::invalid_spec;
+    if (needs_mask()) {
+      const status ms = check_mask_pairing(b, d);
+      if (!ok(ms)) return ms;
+    }
     capacity_ = std::max(codec_bytes, pipecodec::encoded_bytes(plain_, m));
     status st = status::success;
     switch (dp_.state.scheme) {  // the state owners allocate their state and workspace
@@ -111,6 +124,20 @@ class endpoint_base {
     }
     if (ok(st)) st = ws_.allocate(std::max<size_t>(workspace_bytes(dp_.codec, m), 16), o.alloc);
     return st;
+  }
+
+  // A shared-mask direction is the backward one of a boundary whose forward direction sends
+  // TopK payloads (with positions) of the same scope and k. Its own state is none: EF or
+  // EF21 would send values at positions the mask did not choose. A forward AQ-SGD message is
+  // not a TopK payload, so it cannot be the mask.
+  static status check_mask_pairing(const boundary_policy& b, direction d) {
+    const topk_params& f = b.fwd.codec.topk;
+    const topk_params& g = b.bwd.codec.topk;
+    if (d != direction::bwd || b.fwd.codec.codec != codec_id::topk || f.shared_mask) return status::invalid_spec;
+    if (f.scope != g.scope || f.k != g.k || (f.k == 0 && f.ratio != g.ratio)) return status::invalid_spec;
+    if (b.bwd.state.scheme != state_scheme::none || b.fwd.state.scheme == state_scheme::aqsgd)
+      return status::not_supported;
+    return status::success;
   }
 
   // A call's tensor: the endpoint's dtype, max_shape's columns, at most its rows. EF21 and EF
@@ -166,22 +193,28 @@ class sender_endpoint : public detail::endpoint_base {
     return setup(p, boundary, d, o, true);
   }
 
-  // Encodes `in` for the step `at` into payload (capacity >= encoded_bytes()).
+  // Encodes `in` for the step `at` into payload (capacity >= encoded_bytes()). `mask`: the
+  // forward payload of this boundary and step, when needs_mask().
   [[nodiscard]] status encode(const_tensor_view in, const step_info& at, void* payload, size_t capacity,
-                              size_t* written = nullptr) {
+                              size_t* written = nullptr, payload_ref mask = {}) {
     status st = check(in.shp, in.type);
     if (!ok(st)) return st;
     const uint64_t n = in.shp.size();
     size_t len = 0;
-    st = timed(n, n * dtype_bytes(in.type), &len, [&] { return run(in, at, payload, capacity, len); });
+    st = timed(n, n * dtype_bytes(in.type), &len, [&] { return run(in, at, mask, payload, capacity, len); });
     if (ok(st) && written) *written = len;
     return st;
   }
 
  private:
-  status run(const_tensor_view in, const step_info& at, void* payload, size_t cap, size_t& len) {
+  status run(const_tensor_view in, const step_info& at, payload_ref mask, void* payload, size_t cap, size_t& len) {
     const step_mode mode = mode_for(sched_, at);
     const state_scheme sc = dp_.state.scheme;
+    if (needs_mask() && (mode == step_mode::compressed || mode == step_mode::stateless)) {
+      if (mask.data == nullptr) return status::invalid_argument;
+      return host::encode_shared(dp_.codec, in, mask.data, mask.size, payload, cap, ws_.data(), ws_.size(),
+                                 seed(at), &len);
+    }
     if (mode == step_mode::stateless || (mode == step_mode::compressed && sc == state_scheme::none))
       return host::encode(dp_.codec, in, payload, cap, ws_.data(), ws_.size(), seed(at), &len);
     if (sc == state_scheme::aqsgd && mode != step_mode::passthrough)
@@ -205,19 +238,26 @@ class receiver_endpoint : public detail::endpoint_base {
     return setup(p, boundary, d, o, false);
   }
 
-  // Decodes a payload made by the peer sender for the same step `at` into `out`.
-  [[nodiscard]] status decode(const void* payload, size_t len, tensor_view out, const step_info& at) {
+  // Decodes a payload made by the peer sender for the same step `at` into `out`. `mask`:
+  // the forward payload of this boundary and step, when needs_mask().
+  [[nodiscard]] status decode(const void* payload, size_t len, tensor_view out, const step_info& at,
+                              payload_ref mask = {}) {
     status st = check(out.shp, out.type);
     if (!ok(st)) return st;
     const uint64_t n = out.shp.size();
     const size_t out_bytes = size_t(n) * dtype_bytes(out.type);
-    return timed(n, len, &out_bytes, [&] { return run(payload, len, out, at); });
+    return timed(n, len, &out_bytes, [&] { return run(payload, len, out, at, mask); });
   }
 
  private:
-  status run(const void* payload, size_t len, tensor_view out, const step_info& at) {
+  status run(const void* payload, size_t len, tensor_view out, const step_info& at, payload_ref mask) {
     const step_mode mode = mode_for(sched_, at);
     const state_scheme sc = dp_.state.scheme;
+    if (needs_mask() && (mode == step_mode::compressed || mode == step_mode::stateless)) {
+      if (mask.data == nullptr) return status::invalid_argument;
+      const status st = detail::check_codec(payload, len, codec_id::topk);
+      return ok(st) ? host::decode_shared(payload, len, mask.data, mask.size, out) : st;
+    }
     if (sc == state_scheme::aqsgd && mode != step_mode::stateless && mode != step_mode::passthrough)
       return aq_.decode(payload, len, at.sample_ids, out);
     if (mode == step_mode::compressed && sc == state_scheme::ef21) return ef21_.decode(payload, len, out);

@@ -107,6 +107,13 @@ struct step_info {
   uint64_t seed = 0;                   // stochastic rounding / randk seed for this call
 };
 
+// An earlier payload a call depends on: for a shared-mask backward call, the forward TopK
+// payload of the same boundary and step. Endpoint calls that need none ignore it.
+struct payload_ref {
+  const void* data = nullptr;
+  size_t size = 0;
+};
+
 // How one call is carried out.
 enum class step_mode : uint8_t {
   plain = 0,       // sent as it is; stateful schemes (re)initialise their state from it
