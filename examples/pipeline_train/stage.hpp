@@ -1,7 +1,8 @@
 // One pipeline stage: its layer, the endpoints of the boundaries it touches and the buffers
 // of one step. Stage s receives activations over boundary s-1 and sends its own over boundary
 // s; gradients travel the other way. Every tensor that crosses a boundary is encoded into
-// bytes, moved by the transport and decoded, in-process too.
+// bytes, moved by the transport and decoded, in-process too. The forward payloads of a
+// step are kept until its backward pass: a shared-mask gradient travels at their positions.
 #pragma once
 
 #include <pipecodec/policy/endpoint.hpp>
@@ -67,12 +68,14 @@ class stage {
     if (s > 0) {  // boundary s-1: receive activations, send gradients
       check(fwd_in_.init(pol, uint32_t(s - 1), pc::direction::fwd, opts(in)), "fwd receiver", s);
       check(bwd_out_.init(pol, uint32_t(s - 1), pc::direction::bwd, opts(in)), "bwd sender", s);
-      cap = std::max({cap, fwd_in_.encoded_bytes(), bwd_out_.encoded_bytes()});
+      cap = std::max(cap, bwd_out_.encoded_bytes());
+      fwd_in_buf_.resize(fwd_in_.encoded_bytes());
     }
     if (!last_) {  // boundary s: send activations, receive gradients
       check(fwd_out_.init(pol, uint32_t(s), pc::direction::fwd, opts(out)), "fwd sender", s);
       check(bwd_in_.init(pol, uint32_t(s), pc::direction::bwd, opts(out)), "bwd receiver", s);
-      cap = std::max({cap, fwd_out_.encoded_bytes(), bwd_in_.encoded_bytes()});
+      cap = std::max(cap, bwd_in_.encoded_bytes());
+      fwd_out_buf_.resize(fwd_out_.encoded_bytes());
     }
     buf_.resize(cap);
   }
@@ -82,9 +85,9 @@ class stage {
   const float* forward(transport& t, const float* input, int rows, const pc::step_info& at) {
     const float* x = input;
     if (s_ > 0) {
-      const size_t n = t.recv(s_ - 1, tag_fwd, buf_.data(), buf_.size());
+      fwd_in_len_ = t.recv(s_ - 1, tag_fwd, fwd_in_buf_.data(), fwd_in_buf_.size());
       cpu_scope c(codec_cpu_, CLOCK_THREAD_CPUTIME_ID);
-      check(fwd_in_.decode(buf_.data(), n, view(x_, rows, layer_.in), at), "decode activations", s_);
+      check(fwd_in_.decode(fwd_in_buf_.data(), fwd_in_len_, view(x_, rows, layer_.in), at), "decode activations", s_);
       x = x_.data();
     }
     x_used_ = x;
@@ -92,7 +95,8 @@ class stage {
       cpu_scope c(compute_cpu_, CLOCK_PROCESS_CPUTIME_ID);
       layer_.forward(x, rows, y_.data());
     }
-    if (!last_) send(t, fwd_out_, y_, rows, layer_.out, s_ + 1, tag_fwd, at, "encode activations");
+    if (!last_)
+      fwd_out_len_ = send(t, fwd_out_, y_, rows, layer_.out, s_ + 1, tag_fwd, at, fwd_out_buf_, {}, "encode activations");
     return y_.data();
   }
 
@@ -103,13 +107,16 @@ class stage {
     } else {
       const size_t n = t.recv(s_ + 1, tag_bwd, buf_.data(), buf_.size());
       cpu_scope c(codec_cpu_, CLOCK_THREAD_CPUTIME_ID);
-      check(bwd_in_.decode(buf_.data(), n, view(dy_, rows, layer_.out), at), "decode gradients", s_);
+      check(bwd_in_.decode(buf_.data(), n, view(dy_, rows, layer_.out), at, {fwd_out_buf_.data(), fwd_out_len_}),
+            "decode gradients", s_);
     }
     {
       cpu_scope c(compute_cpu_, CLOCK_PROCESS_CPUTIME_ID);
       layer_.backward(x_used_, y_.data(), dy_.data(), rows, s_ > 0 ? dx_.data() : nullptr);
     }
-    if (s_ > 0) send(t, bwd_out_, dx_, rows, layer_.in, s_ - 1, tag_bwd, at, "encode gradients");
+    if (s_ > 0)
+      send(t, bwd_out_, dx_, rows, layer_.in, s_ - 1, tag_bwd, at, buf_, {fwd_in_buf_.data(), fwd_in_len_},
+           "encode gradients");
   }
 
   void sgd(float lr, float momentum) {
@@ -134,14 +141,16 @@ class stage {
   static pc::tensor_view view(std::vector<float>& v, int rows, int cols) {
     return pc::tensor_view{v.data(), pc::dtype::f32, pc::shape(uint64_t(rows), uint64_t(cols))};
   }
-  void send(transport& t, pc::host::sender_endpoint& e, std::vector<float>& v, int rows, int cols, int to,
-            int tag, const pc::step_info& at, const char* what) {
+  // Encodes v into `buf` and sends it; returns the payload size.
+  size_t send(transport& t, pc::host::sender_endpoint& e, std::vector<float>& v, int rows, int cols, int to,
+              int tag, const pc::step_info& at, std::vector<uint8_t>& buf, pc::payload_ref mask, const char* what) {
     size_t len = 0;
     {
       cpu_scope c(codec_cpu_, CLOCK_THREAD_CPUTIME_ID);
-      check(e.encode(view(v, rows, cols), at, buf_.data(), buf_.size(), &len), what, s_);
+      check(e.encode(view(v, rows, cols), at, buf.data(), buf.size(), &len, mask), what, s_);
     }
-    t.send(to, tag, buf_.data(), len);
+    t.send(to, tag, buf.data(), len);
+    return len;
   }
 
   int s_;
@@ -150,7 +159,9 @@ class stage {
   std::vector<float> x_, y_, dy_, dx_;
   const float* x_used_ = nullptr;
   double codec_cpu_ = 0, compute_cpu_ = 0;
-  std::vector<uint8_t> buf_;
+  std::vector<uint8_t> buf_;                       // gradients, either way
+  std::vector<uint8_t> fwd_in_buf_, fwd_out_buf_;  // this step's activations payloads
+  size_t fwd_in_len_ = 0, fwd_out_len_ = 0;
   pc::host::receiver_endpoint fwd_in_, bwd_in_;
   pc::host::sender_endpoint fwd_out_, bwd_out_;
 };
