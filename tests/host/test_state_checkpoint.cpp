@@ -27,13 +27,9 @@ std::vector<uint8_t> save(const host::aqsgd_state& s) {
   return buf;
 }
 
-host::aqsgd_config store_config(dtype t, uint64_t capacity) {
-  host::aqsgd_config c;
-  c.codec = parse("quant:bits=4,group=row");
-  c.cols = 33;
-  c.state_type = t;
-  c.capacity = capacity;
-  return c;
+// The store every checkpoint test uses: 33 features, 4-bit row quantization.
+host::aqsgd_config checkpoint_config(dtype t, uint64_t capacity) {
+  return store_config("quant:bits=4,group=row", 33, t, capacity);
 }
 
 // Runs `steps` batches through a sender/receiver pair (ids from a pool of 20).
@@ -92,7 +88,7 @@ TEST_CASE("checkpoint: EF21 state round trip keeps both sides bit-identical") {
 TEST_CASE("checkpoint: AQ-SGD store round trip (ids, table, rows), through a file too") {
   for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
     CAPTURE(storage_name(t));
-    const auto c = store_config(t, 32);
+    const auto c = checkpoint_config(t, 32);
     host::aqsgd_state tx, rx, restored, bigger;
     REQUIRE(ok(tx.init(c, 5)));
     REQUIRE(ok(rx.init(c, 5)));
@@ -139,7 +135,7 @@ TEST_CASE("checkpoint: AQ-SGD store round trip (ids, table, rows), through a fil
 }
 
 TEST_CASE("checkpoint: corrupted checkpoints are rejected and leave the target untouched") {
-  const auto c = store_config(dtype::f16, 32);
+  const auto c = checkpoint_config(dtype::f16, 32);
   host::aqsgd_state tx, rx, target, junk;
   REQUIRE(ok(tx.init(c, 5)));
   REQUIRE(ok(rx.init(c, 5)));

@@ -98,11 +98,7 @@ TEST_CASE("EF21 decode: aliasing output, state, payload or workspace is rejected
 }
 
 TEST_CASE("AQ-SGD: small buffers, bad workspaces and aliasing leave both stores untouched") {
-  host::aqsgd_config c;
-  c.codec = parse("quant:bits=4,group=row");
-  c.cols = 24;
-  c.state_type = dtype::f16;
-  c.capacity = 8;
+  const host::aqsgd_config c = store_config("quant:bits=4,group=row", 24, dtype::f16, 8);
   const uint64_t rows = 3;
   host::aqsgd_state tx, rx;
   REQUIRE(ok(tx.init(c, rows)));
