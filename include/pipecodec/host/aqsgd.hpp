@@ -29,7 +29,7 @@ inline void gather_delta(const aqsgd_store& s, const uint8_t* kinds, const uint6
   uint64_t d = warm_rows;
   for (uint64_t r = 0; r < rows; ++r) {
     if (kinds[r] != aqsgd_row_delta) continue;
-    for (uint64_t j = 0; j < cols; ++j) f32[d * cols + j] = load<T>(s.rows.data, slots[r] * cols + j);
+    load_span<T>(s.rows.data, slots[r] * cols, cols, f32 + d * cols);
     ++d;
   }
 }
@@ -43,7 +43,7 @@ inline void commit_rows(const aqsgd_store& s, const uint8_t* kinds, const uint64
   for (uint64_t r = 0; r < rows; ++r) {
     if (slots[r] == aqsgd_table::npos) slots[r] = s.table.insert_new(ids[r]);
     const uint64_t src = kinds[r] == aqsgd_row_warm ? w++ : d++;
-    for (uint64_t j = 0; j < cols; ++j) store<T>(s.rows.data, slots[r] * cols + j, f32[src * cols + j]);
+    store_span<T>(f32 + src * cols, cols, s.rows.data, slots[r] * cols);
   }
 }
 
@@ -155,10 +155,14 @@ inline status aqsgd_encode(const aqsgd_config& c, const aqsgd_store& s, const ui
         const uint64_t dst = warm ? wr++ : dr++;
         w.ids[dst] = ids[r];
         float* out = w.f32 + dst * c.cols;
-        for (uint64_t j = 0; j < c.cols; ++j) {
-          const float a = load<B>(batch.data, r * c.cols + j);
-          out[j] = warm ? a : sub_rn(a, load<T>(s.rows.data, w.slots[r] * c.cols + j));
+        if (warm) {
+          load_span<B>(batch.data, r * c.cols, c.cols, out);
+          continue;
         }
+        zip_spans<B, T>(batch.data, r * c.cols, s.rows.data, w.slots[r] * c.cols, c.cols,
+                        [&](uint64_t j, const float* a, const float* m, uint64_t len) {
+                          for (uint64_t k = 0; k < len; ++k) out[j + k] = sub_rn(a[k], m[k]);
+                        });
       }
       return status::success;
     });
@@ -241,9 +245,7 @@ inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const vo
   return dispatch_dtype(c.state_type, [&](auto tc) {
     return dispatch_dtype(out.type, [&](auto oc) {
       constexpr dtype T = decltype(tc)::value, O = decltype(oc)::value;
-      for (uint64_t r = 0; r < f.rows; ++r)
-        for (uint64_t j = 0; j < c.cols; ++j)
-          store<O>(out.data, r * c.cols + j, load<T>(s.rows.data, w.slots[r] * c.cols + j));
+      for (uint64_t r = 0; r < f.rows; ++r) convert_span<T, O>(s.rows.data, w.slots[r] * c.cols, out.data, r * c.cols, c.cols);
       return status::success;
     });
   });

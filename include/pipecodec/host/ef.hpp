@@ -28,7 +28,9 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
   st = dispatch_dtype(x.type, [&](auto xc) {
     return dispatch_dtype(residual.type, [&](auto ec) {
       constexpr dtype X = decltype(xc)::value, E = decltype(ec)::value;
-      for (uint64_t i = 0; i < n; ++i) ws.f32[i] = add_rn(load<X>(x.data, i), load<E>(residual.data, i));
+      zip_spans<X, E>(x.data, 0, residual.data, 0, n, [&](uint64_t j, const float* xv, const float* e, uint64_t len) {
+        for (uint64_t k = 0; k < len; ++k) ws.f32[j + k] = add_rn(xv[k], e[k]);
+      });
       return status::success;
     });
   });
@@ -43,10 +45,11 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
   st = dispatch_dtype(x.type, [&](auto xc) {
     return dispatch_dtype(residual.type, [&](auto ec) {
       constexpr dtype X = decltype(xc)::value, E = decltype(ec)::value;
-      for (uint64_t i = 0; i < n; ++i) {
-        const float v = add_rn(load<X>(x.data, i), load<E>(residual.data, i));
-        store<E>(residual.data, i, sub_rn(v, ws.f32[i]));
-      }
+      zip_spans<X, E>(x.data, 0, residual.data, 0, n, [&](uint64_t j, const float* xv, const float* e, uint64_t len) {
+        float r[span_chunk];
+        for (uint64_t k = 0; k < len; ++k) r[k] = sub_rn(add_rn(xv[k], e[k]), ws.f32[j + k]);
+        store_span<E>(r, len, residual.data, j);
+      });
       return status::success;
     });
   });

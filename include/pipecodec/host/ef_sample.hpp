@@ -40,23 +40,41 @@ inline status ef_sample_encode(const aqsgd_config& c, const aqsgd_store& s, cons
   if (!ok(st)) return st;
   const uint64_t rows = batch.shp.rows, cols = c.cols;
   const shape shp(rows, cols);
-  // v = x + e, in the same operation order as the commit below recomputes it.
+  // v = x + e (e = 0 for an unseen sample), in the same operation order as the commit below
+  // recomputes it: body(r, j, v, len, T) gets columns j .. j + len of row r.
   const auto for_rows = [&](auto&& body) {
     return dispatch_dtype(batch.type, [&](auto bc) {
       return dispatch_dtype(c.state_type, [&](auto tc) {
         constexpr dtype B = decltype(bc)::value, T = decltype(tc)::value;
+        float v[span_chunk];
+        const auto add = [&](uint64_t r, uint64_t j, const float* x, const float* e, uint64_t len) {
+          if (e != nullptr) {
+            for (uint64_t k = 0; k < len; ++k) v[k] = add_rn(x[k], e[k]);
+          } else {
+            for (uint64_t k = 0; k < len; ++k) v[k] = add_rn(x[k], 0.0f);
+          }
+          body(r, j, v, len, tc);
+        };
         for (uint64_t r = 0; r < rows; ++r) {
           const uint64_t slot = w.slots[r];
-          for (uint64_t j = 0; j < cols; ++j) {
-            const float e = slot == aqsgd_table::npos ? 0.0f : load<T>(s.rows.data, slot * cols + j);
-            body(r, j, add_rn(load<B>(batch.data, r * cols + j), e), std::integral_constant<dtype, T>{});
+          if (slot != aqsgd_table::npos) {
+            zip_spans<B, T>(batch.data, r * cols, s.rows.data, slot * cols, cols,
+                            [&](uint64_t j, const float* x, const float* e, uint64_t len) { add(r, j, x, e, len); });
+            continue;
+          }
+          float t[span_chunk];
+          for (uint64_t j = 0; j < cols; j += span_chunk) {
+            const uint64_t len = cols - j < span_chunk ? cols - j : span_chunk;
+            add(r, j, span_f32<B>(batch.data, r * cols + j, len, t), nullptr, len);
           }
         }
         return status::success;
       });
     });
   };
-  st = for_rows([&](uint64_t r, uint64_t j, float v, auto) { w.f32[r * cols + j] = v; });
+  st = for_rows([&](uint64_t r, uint64_t j, const float* v, uint64_t len, auto) {
+    memcpy(w.f32 + r * cols + j, v, len * sizeof(float));
+  });
   if (!ok(st)) return st;
   size_t len = 0;
   st = encode(c.codec, const_tensor_view(w.f32, dtype::f32, shp), payload, capacity, w.codec, w.codec_bytes, seed,
@@ -69,8 +87,10 @@ inline status ef_sample_encode(const aqsgd_config& c, const aqsgd_store& s, cons
   // w.ids (plan_rows' sort scratch) now takes each row's destination slot.
   for (uint64_t r = 0; r < rows; ++r)
     w.ids[r] = w.slots[r] == aqsgd_table::npos ? s.table.insert_new(ids[r]) : w.slots[r];
-  st = for_rows([&](uint64_t r, uint64_t j, float v, auto tc) {
-    store<decltype(tc)::value>(s.rows.data, w.ids[r] * cols + j, sub_rn(v, w.f32[r * cols + j]));
+  st = for_rows([&](uint64_t r, uint64_t j, const float* v, uint64_t len, auto tc) {
+    float e[span_chunk];
+    for (uint64_t k = 0; k < len; ++k) e[k] = sub_rn(v[k], w.f32[r * cols + j + k]);
+    store_span<decltype(tc)::value>(e, len, s.rows.data, w.ids[r] * cols + j);
   });
   if (ok(st) && written) *written = len;
   return st;

@@ -6,6 +6,7 @@
 
 #include "../core/dispatch.hpp"
 #include "codec.hpp"
+#include "convert_span.hpp"
 #include "overlap.hpp"
 
 namespace pipecodec::host::detail {
@@ -67,7 +68,9 @@ inline status sub_to_f32(const void* a, dtype ta, const void* b, dtype tb, uint6
   return dispatch_dtype(ta, [&](auto ac) {
     return dispatch_dtype(tb, [&](auto bc) {
       constexpr dtype A = decltype(ac)::value, B = decltype(bc)::value;
-      for (uint64_t i = 0; i < n; ++i) out[i] = sub_rn(load<A>(a, i), load<B>(b, i));
+      zip_spans<A, B>(a, 0, b, 0, n, [&](uint64_t j, const float* x, const float* y, uint64_t len) {
+        for (uint64_t k = 0; k < len; ++k) out[j + k] = sub_rn(x[k], y[k]);
+      });
       return status::success;
     });
   });
@@ -78,11 +81,7 @@ inline status convert(const void* src, dtype ts, void* dst, dtype td, uint64_t n
   return dispatch_dtype(ts, [&](auto sc) {
     return dispatch_dtype(td, [&](auto dc) {
       constexpr dtype S = decltype(sc)::value, D = decltype(dc)::value;
-      if constexpr (S == D) {
-        memcpy(dst, src, n * dtype_bytes(S));
-      } else {
-        for (uint64_t i = 0; i < n; ++i) store<D>(dst, i, load<S>(src, i));
-      }
+      convert_span<S, D>(src, 0, dst, 0, n);
       return status::success;
     });
   });
