@@ -5,19 +5,15 @@
 #include <vector>
 
 #include "../common/data.hpp"
+#include "../common/policy_check.hpp"
 #include "pipecodec/policy/endpoint.hpp"
 #include "pipecodec/policy/policy_parse.hpp"
 
 using namespace pipecodec;
 
-namespace {
+using tpolicy::policy_of;
 
-policy policy_of(const char* text) {
-  policy p;
-  std::string err;
-  REQUIRE_MESSAGE(ok(parse_policy(text, p, &err)), err);
-  return p;
-}
+namespace {
 
 // A sender/receiver pair for one boundary and direction, moving payloads through a buffer.
 struct link {
