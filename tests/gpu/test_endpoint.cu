@@ -3,6 +3,8 @@
 // bytes and equal receiver outputs in both pairings (host sender -> CUDA receiver, CUDA
 // sender -> host receiver); a hostile payload gives the host's status through last_status()
 // and leaves the output and the state untouched.
+#include <type_traits>
+
 #include "pipecodec/policy/cuda_endpoint.cuh"
 #include "../common/policy_check.hpp"
 #include "state_common.hpp"
@@ -11,6 +13,10 @@ using namespace tgs;
 using tstate::make_step;
 
 using tpolicy::policy_of;
+
+// Like the host ones, the CUDA endpoints and owners can be moved (e.g. kept in a vector).
+static_assert(std::is_move_constructible_v<pipecodec::cuda::sender_endpoint> &&
+              std::is_move_constructible_v<pipecodec::cuda::receiver_endpoint>);
 
 namespace {
 

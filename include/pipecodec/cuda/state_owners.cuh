@@ -59,6 +59,17 @@ class owned_event {
   owned_event() = default;
   owned_event(const owned_event&) = delete;
   owned_event& operator=(const owned_event&) = delete;
+  // Movable, so owners (and endpoints) move as the host ones do.
+  owned_event(owned_event&& o) noexcept : e_(o.e_), recorded_(o.recorded_) { o.e_ = nullptr; }
+  owned_event& operator=(owned_event&& o) noexcept {
+    if (this != &o) {
+      if (e_ != nullptr) (void)cudaEventDestroy(e_);
+      e_ = o.e_;
+      recorded_ = o.recorded_;
+      o.e_ = nullptr;
+    }
+    return *this;
+  }
   ~owned_event() {
     if (e_ != nullptr) (void)cudaEventDestroy(e_);
   }
