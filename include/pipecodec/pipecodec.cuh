@@ -6,4 +6,6 @@
 #include "cuda/codec.cuh"
 #include "cuda/ef.cuh"
 #include "cuda/ef21.cuh"
+#include "cuda/state_owners.cuh"
 #include "cuda/warp_quant.cuh"
+#include "policy/cuda_endpoint.cuh"

@@ -5,23 +5,17 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <string>
 #include <vector>
 
 #include "data.hpp"
 #include "pipecodec/policy/endpoint.hpp"
-#include "pipecodec/policy/policy_parse.hpp"
+#include "policy_check.hpp"
 
 namespace tendpoint {
 
 using namespace pipecodec;
 
-inline policy policy_of(const char* text) {
-  policy p;
-  std::string err;
-  REQUIRE_MESSAGE(ok(parse_policy(text, p, &err)), err);
-  return p;
-}
+using tpolicy::policy_of;
 
 // A sender/receiver pair for one boundary and direction, moving payloads through a buffer.
 struct link {

@@ -1,0 +1,205 @@
+// CUDA endpoints (policy/cuda_endpoint.cuh) and state owners (cuda/state_owners.cuh) against
+// the host ones: the same policy and steps (warm-up, compressed, inference) give equal payload
+// bytes and equal receiver outputs in both pairings (host sender -> CUDA receiver, CUDA
+// sender -> host receiver); a hostile payload gives the host's status through last_status()
+// and leaves the output and the state untouched.
+#include <type_traits>
+
+#include "pipecodec/policy/cuda_endpoint.cuh"
+#include "../common/policy_check.hpp"
+#include "state_common.hpp"
+
+using namespace tgs;
+using tstate::make_step;
+
+using tpolicy::policy_of;
+
+// Like the host ones, the CUDA endpoints and owners can be moved (e.g. kept in a vector).
+static_assert(std::is_move_constructible_v<pipecodec::cuda::sender_endpoint> &&
+              std::is_move_constructible_v<pipecodec::cuda::receiver_endpoint>);
+
+namespace {
+
+// The host endpoints keep AQ-SGD on the host whatever the CUDA side's store.
+policy host_twin(policy p) {
+  p.all.fwd.state.aqsgd.store = store_location::host;
+  return p;
+}
+
+struct stream_owner {
+  cudaStream_t s = nullptr;
+  stream_owner() { testg::check_cuda(cudaStreamCreate(&s), "stream"); }  // blocking: orders with cudaMemcpy
+  ~stream_owner() { (void)cudaStreamDestroy(s); }
+};
+
+// Both backends' sender and receiver of boundary 0, fwd, for batches of `shp`.
+struct twin_link {
+  shape shp;
+  stream_owner str;
+  host::sender_endpoint htx;
+  host::receiver_endpoint hrx;
+  pipecodec::cuda::sender_endpoint dtx;
+  pipecodec::cuda::receiver_endpoint drx;
+  size_t cap = 0;
+  dmem in, wire, out;
+
+  twin_link(const char* text, shape s) : shp(s), in(s.size() * 4), wire(1 << 20), out(s.size() * 4) {
+    const policy p = policy_of(text);
+    host::endpoint_options ho;
+    ho.max_shape = s;
+    pipecodec::cuda::endpoint_options co;
+    co.max_shape = s;
+    co.stream = str.s;
+    REQUIRE(ok(htx.init(host_twin(p), 0, direction::fwd, ho)));
+    REQUIRE(ok(hrx.init(host_twin(p), 0, direction::fwd, ho)));
+    REQUIRE(ok(dtx.init(p, 0, direction::fwd, co)));
+    REQUIRE(ok(drx.init(p, 0, direction::fwd, co)));
+    cap = htx.encoded_bytes();
+    REQUIRE(dtx.encoded_bytes() == cap);
+    REQUIRE(drx.encoded_bytes() == cap);
+    REQUIRE(cap <= wire.n);
+  }
+  // CUDA receiver on `bytes`: the host-side status, else the device's verdict; output bytes.
+  status cuda_receive(const std::vector<uint8_t>& bytes, size_t len, const step_info& at, std::vector<uint8_t>& y) {
+    wire.put(bytes.data(), bytes.size());
+    status st = drx.decode(wire.p, len, tensor_view{out.p, dtype::f32, shp}, at, str.s);
+    if (ok(st)) st = drx.last_status();
+    y = out.get(shp.size() * 4);
+    return st;
+  }
+};
+
+step_info step_at(uint64_t step, bool training, const uint64_t* ids) {
+  step_info at;
+  at.step = step;
+  at.training = training;
+  at.sample_ids = ids;
+  at.seed = 7 * step + 1;
+  return at;
+}
+
+// Batch ids of `rows` distinct samples that overlap with the previous step's.
+std::vector<uint64_t> ids_of(uint64_t step, uint64_t rows) {
+  std::vector<uint64_t> ids(rows);
+  for (uint64_t r = 0; r < rows; ++r) ids[r] = 1 + (3 * step + r) % 24;
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA endpoints: payloads and outputs equal the host endpoints' in both pairings") {
+  const shape shp(8, 96);
+  const char* policies[] = {
+      "fwd=quant:bits=4,round=stochastic; warmup=2",
+      "fwd=topk:ratio=0.1,scope=row; warmup=1; infer=plain",
+      "fwd=quant:bits=2+ef21; warmup=2",
+      "fwd=quant:bits=4+ef(dtype=fp16); warmup=1",
+      "fwd=quant:bits=3,group=row+aqsgd(store=device,capacity=32,dtype=bf16); warmup=1",
+      "fwd=topk:ratio=0.25,scope=row+aqsgd(store=host,capacity=32); warmup=1",
+  };
+  for (const char* text : policies) {
+    CAPTURE(text);
+    twin_link L(text, shp);
+    for (uint64_t step = 0; step < 7; ++step) {
+      CAPTURE(step);
+      const bool training = step < 5;  // then two inference steps
+      const auto ids = ids_of(step, shp.rows);
+      const step_info at = step_at(step, training, ids.data());
+      const auto x = make_step(shp.size(), 100 + step, dtype::f32);
+      // host sender
+      std::vector<uint8_t> hp(L.cap);
+      size_t hl = 0;
+      REQUIRE(ok(L.htx.encode(const_tensor_view(x.bytes.data(), dtype::f32, shp), at, hp.data(), hp.size(), &hl)));
+      // CUDA sender
+      L.in.put(x.bytes.data(), x.bytes.size());
+      size_t dl = 0;
+      REQUIRE(ok(L.dtx.encode(const_tensor_view(L.in.p, dtype::f32, shp), at, L.wire.p, L.cap, L.str.s, &dl)));
+      REQUIRE(dl == hl);
+      const auto dp = L.wire.get(dl);
+      CHECK(dp == std::vector<uint8_t>(hp.begin(), hp.begin() + hl));
+      // CUDA sender -> host receiver
+      std::vector<uint8_t> hy(shp.size() * 4);
+      REQUIRE(ok(L.hrx.decode(dp.data(), dl, tensor_view{hy.data(), dtype::f32, shp}, at)));
+      // host sender -> CUDA receiver
+      std::vector<uint8_t> dy;
+      REQUIRE(L.cuda_receive(hp, hl, at, dy) == status::success);
+      CHECK(dy == hy);
+    }
+    CHECK(L.dtx.counters().calls == 7);
+    CHECK(L.drx.counters().calls == 7);
+    CHECK(L.drx.counters().bytes_in == L.hrx.counters().bytes_in);
+    CHECK(L.dtx.counters().bytes_out == L.htx.counters().bytes_out);
+  }
+}
+
+TEST_CASE("CUDA receiver endpoint: a hostile payload gives the host's status, output and state untouched") {
+  const shape shp(4, 64);
+  const char* policies[] = {"fwd=quant:bits=4", "fwd=quant:bits=4+ef21",
+                            "fwd=quant:bits=4,group=row+aqsgd(store=device,capacity=16)"};
+  for (const char* text : policies) {
+    CAPTURE(text);
+    twin_link L(text, shp);
+    for (uint64_t step = 0; step < 3; ++step) {
+      CAPTURE(step);
+      const std::vector<uint64_t> ids = {11, 12, 13, 14};
+      const step_info at = step_at(step, true, ids.data());
+      const auto x = make_step(shp.size(), 40 + step, dtype::f32);
+      std::vector<uint8_t> hp(L.cap);
+      size_t hl = 0;
+      REQUIRE(ok(L.htx.encode(const_tensor_view(x.bytes.data(), dtype::f32, shp), at, hp.data(), hp.size(), &hl)));
+      if (step == 1) {  // corrupt copies first: rejected by both receivers, nothing changes
+        const variant cases[] = {{"bad magic", 0, 'X', hl}, {"truncated", 0, 'P', hl - 16}};
+        for (const variant& v : cases) {
+          CAPTURE(v.what);
+          std::vector<uint8_t> bad(hp.begin(), hp.begin() + hl), junk(shp.size() * 4, 0x5A), hy = junk;
+          v.apply(bad);
+          const status want = L.hrx.decode(bad.data(), v.len, tensor_view{hy.data(), dtype::f32, shp}, at);
+          REQUIRE(!ok(want));
+          L.out.put(junk.data(), junk.size());
+          std::vector<uint8_t> dy;
+          CHECK(L.cuda_receive(bad, v.len, at, dy) == want);
+          CHECK(dy == junk);
+        }
+      }
+      std::vector<uint8_t> hy(shp.size() * 4), dy;
+      REQUIRE(ok(L.hrx.decode(hp.data(), hl, tensor_view{hy.data(), dtype::f32, shp}, at)));
+      REQUIRE(L.cuda_receive(hp, hl, at, dy) == status::success);
+      CHECK(dy == hy);  // the state was untouched by the rejected payloads
+    }
+  }
+}
+
+TEST_CASE("CUDA state owners: EF residual and AQ-SGD store equal the host owners'") {
+  const shape shp(6, 128);
+  stream_owner str;
+  const spec s = tstate::parse("quant:bits=3,group=row");
+  host::ef_state he;
+  pipecodec::cuda::ef_state de;
+  REQUIRE(ok(he.init(s, shp, dtype::bf16)));
+  REQUIRE(ok(de.init(s, shp, dtype::bf16, str.s)));
+  dmem in(shp.size() * 4), pay(he.payload_bytes());
+  std::vector<uint8_t> hp(he.payload_bytes());
+  for (uint64_t step = 0; step < 3; ++step) {
+    const auto x = make_step(shp.size(), 7 + step, dtype::f32);
+    size_t hl = 0, dl = 0;
+    REQUIRE(ok(he.encode(const_tensor_view(x.bytes.data(), dtype::f32, shp), hp.data(), hp.size(), step, &hl)));
+    in.put(x.bytes.data(), x.bytes.size());
+    REQUIRE(ok(de.encode(const_tensor_view(in.p, dtype::f32, shp), pay.p, pay.n, step, str.s, &dl)));
+    REQUIRE(dl == hl);
+    CHECK(pay.get(dl) == hp);
+    std::vector<uint8_t> residual(shp.size() * 2);
+    testg::check_cuda(cudaMemcpy(residual.data(), de.residual().data, residual.size(), cudaMemcpyDefault), "get");
+    CHECK(residual == tstate::snapshot(he.residual()));
+  }
+  host::aqsgd_config c = tstate::store_config("quant:bits=4,group=row", 128, dtype::f16, 20);
+  for (bool pinned : {false, true}) {
+    pipecodec::cuda::aqsgd_state da;
+    REQUIRE(ok(da.init(c, 6, pinned, str.s)));
+    const auto m = da.memory();
+    CHECK(m.rows_bytes == 20 * 128 * 2);
+    CHECK(m.staging_bytes == (pinned ? 6 * 128 * 2 : 0));
+    CHECK(m.plan_bytes == 2 * pipecodec::cuda::aqsgd_plan_bytes(6));
+    CHECK(da.pinned() == pinned);
+    CHECK(da.count() == 0);
+  }
+}
