@@ -1,8 +1,8 @@
 // CUDA endpoints (policy/cuda_endpoint.cuh) and state owners (cuda/state_owners.cuh) against
 // the host ones: the same policy and steps (warm-up, compressed, inference) give equal payload
 // bytes and equal receiver outputs in both pairings (host sender -> CUDA receiver, CUDA
-// sender -> host receiver); a hostile payload gives the host's status through last_status()
-// and leaves the output and the state untouched.
+// sender -> host receiver), the shared-mask backward pair included; a hostile payload gives
+// the host's status through last_status() and leaves the output and the state untouched.
 #include <type_traits>
 
 #include "pipecodec/policy/cuda_endpoint.cuh"
@@ -167,6 +167,50 @@ TEST_CASE("CUDA receiver endpoint: a hostile payload gives the host's status, ou
       CHECK(dy == hy);  // the state was untouched by the rejected payloads
     }
   }
+}
+
+TEST_CASE("CUDA endpoints: shared-mask backward equals the host's, the forward payload as mask") {
+  const shape shp(8, 96);
+  const policy p = policy_of("fwd=topk:ratio=0.1,scope=row; bwd=topk:ratio=0.1,scope=row,mask=shared; warmup=1");
+  stream_owner str;
+  host::endpoint_options ho;
+  ho.max_shape = shp;
+  pipecodec::cuda::endpoint_options co;
+  co.max_shape = shp;
+  co.stream = str.s;
+  host::sender_endpoint hf, hb;
+  host::receiver_endpoint hbr;
+  pipecodec::cuda::sender_endpoint db;
+  pipecodec::cuda::receiver_endpoint dbr;
+  REQUIRE(ok(hf.init(p, 0, direction::fwd, ho)));
+  REQUIRE(ok(hb.init(p, 0, direction::bwd, ho)));
+  REQUIRE(ok(hbr.init(p, 0, direction::bwd, ho)));
+  REQUIRE(ok(db.init(p, 0, direction::bwd, co)));
+  REQUIRE(ok(dbr.init(p, 0, direction::bwd, co)));
+  CHECK(db.needs_mask());
+  dmem mask(hf.encoded_bytes()), g(shp.size() * 4), wire(hb.encoded_bytes()), out(shp.size() * 4);
+  for (uint64_t step = 0; step < 3; ++step) {  // step 0: warm-up, plain both ways
+    CAPTURE(step);
+    const step_info at = step_at(step, true, nullptr);
+    const auto a = make_step(shp.size(), 200 + step, dtype::f32), grad = make_step(shp.size(), 300 + step, dtype::f32);
+    std::vector<uint8_t> fp(hf.encoded_bytes()), hp(hb.encoded_bytes()), hy(shp.size() * 4);
+    size_t fl = 0, hl = 0, dl = 0;
+    REQUIRE(ok(hf.encode(const_tensor_view(a.bytes.data(), dtype::f32, shp), at, fp.data(), fp.size(), &fl)));
+    mask.put(fp.data(), fl);
+    REQUIRE(ok(hb.encode(const_tensor_view(grad.bytes.data(), dtype::f32, shp), at, hp.data(), hp.size(), &hl,
+                         {fp.data(), fl})));
+    REQUIRE(ok(hbr.decode(hp.data(), hl, tensor_view{hy.data(), dtype::f32, shp}, at, {fp.data(), fl})));
+    g.put(grad.bytes.data(), grad.bytes.size());
+    REQUIRE(ok(db.encode(const_tensor_view(g.p, dtype::f32, shp), at, wire.p, wire.n, str.s, &dl, {mask.p, fl})));
+    REQUIRE(dl == hl);
+    CHECK(wire.get(dl) == std::vector<uint8_t>(hp.begin(), hp.begin() + hl));
+    wire.put(hp.data(), hl);
+    REQUIRE(ok(dbr.decode(wire.p, hl, tensor_view{out.p, dtype::f32, shp}, at, str.s, {mask.p, fl})));
+    REQUIRE(dbr.last_status() == status::success);
+    CHECK(out.get(shp.size() * 4) == hy);
+  }
+  CHECK(db.encode(const_tensor_view(g.p, dtype::f32, shp), step_at(2, true, nullptr), wire.p, wire.n, str.s) ==
+        status::invalid_argument);
 }
 
 TEST_CASE("CUDA state owners: EF residual and AQ-SGD store equal the host owners'") {
