@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <vector>
+
+#include "stage_common.hpp"
 
 namespace train {
 
@@ -17,14 +18,11 @@ struct dense {
   bool relu = true;
   std::vector<float> w, b, dw, db, vw, vb;  // weights out x in, their gradients and momenta
 
-  dense(int in_, int out_, bool relu_, uint64_t seed) : in(in_), out(out_), relu(relu_) {
-    w.resize(size_t(in) * out);
+  dense(int in_, int out_, bool relu_, uint64_t seed)
+      : in(in_), out(out_), relu(relu_), w(he_init(in_, out_, seed)) {
     b.assign(size_t(out), 0.0f);
     dw = vw = std::vector<float>(w.size(), 0.0f);
     db = vb = std::vector<float>(b.size(), 0.0f);
-    std::mt19937_64 rng(seed);  // He initialisation; same seed, same weights on every rank
-    std::normal_distribution<float> nd(0.0f, std::sqrt(2.0f / float(in)));
-    for (float& v : w) v = nd(rng);
   }
 
   // y[rows x out] from x[rows x in].

@@ -9,8 +9,7 @@
 
 #include <time.h>
 
-#include <cstdio>
-#include <cstdlib>
+#include <algorithm>
 #include <memory>
 
 #include "dense.hpp"
@@ -19,13 +18,6 @@
 namespace train {
 
 namespace pc = pipecodec;
-
-inline void check(pc::status st, const char* what, int stage) {
-  if (!pc::ok(st)) {
-    std::fprintf(stderr, "pipeline_train: stage %d: %s: %s\n", stage, what, pc::to_string(st));
-    std::exit(1);
-  }
-}
 
 // CPU seconds of a clock: the codec's share is measured in CPU time, which stays meaningful
 // on a shared machine where wall time depends on the other processes.
@@ -80,9 +72,11 @@ class stage {
     buf_.resize(cap);
   }
 
-  // Forward pass of `rows` rows; stage 0 reads `input`. Returns the output (logits on the
-  // last stage).
-  const float* forward(transport& t, const float* input, int rows, const pc::step_info& at) {
+  // What codec_seconds() and compute_seconds() measure.
+  static constexpr const char* clock_name = "CPU";
+
+  // Forward pass of `rows` rows; stage 0 reads `input`.
+  void forward(transport& t, const float* input, int rows, const pc::step_info& at) {
     const float* x = input;
     if (s_ > 0) {
       fwd_in_len_ = t.recv(s_ - 1, tag_fwd, fwd_in_buf_.data(), fwd_in_buf_.size());
@@ -97,14 +91,18 @@ class stage {
     }
     if (!last_)
       fwd_out_len_ = send(t, fwd_out_, y_, rows, layer_.out, s_ + 1, tag_fwd, at, fwd_out_buf_, {}, "encode activations");
-    return y_.data();
   }
 
-  // Backward pass; the last stage takes dL/dlogits, the others receive their output gradient.
-  void backward(transport& t, const float* dlogits, int rows, const pc::step_info& at) {
-    if (last_) {
-      std::copy(dlogits, dlogits + size_t(rows) * layer_.out, dy_.begin());
-    } else {
+  // Last stage: softmax cross-entropy of the logits (summed), counting correct predictions;
+  // with `grad` it keeps dL/dlogits for backward().
+  double loss(const uint8_t* labels, int rows, bool grad, int& correct) {
+    return softmax_xent(y_.data(), labels, rows, layer_.out, grad ? dy_.data() : nullptr, correct);
+  }
+
+  // Backward pass; the last stage starts from the gradient loss() kept, the others receive
+  // their output gradient.
+  void backward(transport& t, int rows, const pc::step_info& at) {
+    if (!last_) {
       const size_t n = t.recv(s_ + 1, tag_bwd, buf_.data(), buf_.size());
       cpu_scope c(codec_cpu_, CLOCK_THREAD_CPUTIME_ID);
       check(bwd_in_.decode(buf_.data(), n, view(dy_, rows, layer_.out), at, {fwd_out_buf_.data(), fwd_out_len_}),
@@ -134,8 +132,8 @@ class stage {
   const pc::host::endpoint_counters& fwd_sent() const { return fwd_out_.counters(); }
   const pc::host::endpoint_counters& bwd_sent() const { return bwd_out_.counters(); }
   // CPU seconds in encode/decode calls and in the layer's own work (training and inference).
-  double codec_cpu() const { return codec_cpu_; }
-  double compute_cpu() const { return compute_cpu_; }
+  double codec_seconds() const { return codec_cpu_; }
+  double compute_seconds() const { return compute_cpu_; }
 
  private:
   static pc::tensor_view view(std::vector<float>& v, int rows, int cols) {
