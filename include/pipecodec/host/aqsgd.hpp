@@ -245,7 +245,8 @@ inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const vo
   return dispatch_dtype(c.state_type, [&](auto tc) {
     return dispatch_dtype(out.type, [&](auto oc) {
       constexpr dtype T = decltype(tc)::value, O = decltype(oc)::value;
-      for (uint64_t r = 0; r < f.rows; ++r) convert_span<T, O>(s.rows.data, w.slots[r] * c.cols, out.data, r * c.cols, c.cols);
+      for (uint64_t r = 0; r < f.rows; ++r)
+        convert_span<T, O>(s.rows.data, w.slots[r] * c.cols, out.data, r * c.cols, c.cols);
       return status::success;
     });
   });

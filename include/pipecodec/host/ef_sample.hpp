@@ -4,8 +4,8 @@
 // with v = fp32(x + e) and e = T(fp32(v - D(payload))) for e stored as T, as host/ef.hpp does
 // for its per-batch-row residual. A sample not seen yet has e = 0. The residuals live in the
 // per-sample store AQ-SGD uses (host/sample_store.hpp: aqsgd_config without its warm-up
-// codec, aqsgd_store, core/aqsgd_table.hpp), so memory is bounded by the capacity and the store is
-// saved and restored by host/checkpoint.hpp (kind ef_sample_store).
+// codec, aqsgd_store, core/aqsgd_table.hpp), so memory is bounded by the capacity and the
+// store is saved and restored by host/checkpoint.hpp (kind ef_sample_store).
 //
 // Why per sample: with the classic residual, row r of a batch inherits what row r of the
 // previous batch did not send; when batches are shuffled that is another sample's activation.
