@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "../host/aqsgd.hpp"
+#include "../host/sample_store.hpp"  // aqsgd_config: the per-sample store of both backends
 #include "policy.hpp"
 
 namespace pipecodec {
