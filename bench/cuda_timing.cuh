@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pipecodec/core/dtype.hpp"
+#include "pipecodec/cuda/detail/portable.cuh"
 
 namespace cudabench {
 
@@ -104,8 +105,9 @@ __global__ void fill_kernel(Word* x, uint64_t n) {
 
 // n such values as fp32 (type f32) or bf16 (any 16-bit type), enqueued on timer().stream.
 inline void fill(void* x, uint64_t n, pipecodec::dtype type) {
-  if (type == pipecodec::dtype::f32) fill_kernel<<<1024, 256, 0, timer().stream>>>(static_cast<float*>(x), n);
-  else fill_kernel<<<1024, 256, 0, timer().stream>>>(static_cast<uint16_t*>(x), n);
+  using pipecodec::cuda::detail::launch;
+  if (type == pipecodec::dtype::f32) launch<fill_kernel<float>>(1024, 256, 0, timer().stream, static_cast<float*>(x), n);
+  else launch<fill_kernel<uint16_t>>(1024, 256, 0, timer().stream, static_cast<uint16_t*>(x), n);
 }
 
 // Registers fn(state, args...) as one manually timed run, reported in microseconds.

@@ -73,8 +73,8 @@ void bench_topk(benchmark::State& st, pc::dtype type, pc::shape shp, std::string
   const pc::const_tensor_view in{b.in, type, shp};
   auto encode = [&] { return pc::ok(pc::cuda::encode(s, in, b.payload, cap, b.ws, ws, 7, stream)); };
   auto read = [&] {
-    read_kernel<<<2048, 256, 0, stream>>>(static_cast<const uint4*>(b.in), in_bytes / 16,
-                                            static_cast<uint32_t*>(b.sink));
+    pc::cuda::detail::launch<read_kernel>(2048, 256, 0, stream, static_cast<const uint4*>(b.in), in_bytes / 16,
+                                          static_cast<uint32_t*>(b.sink));
     return cudaGetLastError() == cudaSuccess;
   };
   float enc_ms = 0, read_ms = 0;

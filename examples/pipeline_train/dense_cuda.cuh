@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cublas_v2.h>
+#include <pipecodec/cuda/detail/portable.cuh>
 
 #include <vector>
 
@@ -25,6 +26,8 @@ inline void check_cublas(cublasStatus_t e, const char* what) {
 // the element type because kernels defined in a header must be.
 namespace kernels {
 
+// The library's launch helper: <<<>>> under nvcc, the CPU execution in the emulated test build.
+using pipecodec::cuda::detail::launch;
 constexpr int threads = 256;
 inline unsigned blocks(size_t n) { return unsigned((n + threads - 1) / threads); }
 
@@ -124,7 +127,7 @@ class dense_cuda {
                              y, out),
                  "forward sgemm");
     const size_t n = size_t(rows) * size_t(out);
-    kernels::bias_act<<<kernels::blocks(n), kernels::threads, 0, s_>>>(y, b_.get(), n, out, relu);
+    kernels::launch<kernels::bias_act<float>>(kernels::blocks(n), kernels::threads, 0, s_, y, b_.get(), n, out, relu);
     check_cuda(cudaGetLastError(), "bias kernel");
   }
 
@@ -132,12 +135,13 @@ class dense_cuda {
   // and, when dx is not null, dL/dx[rows x in]: dw^T = x^T dy, dx^T = W^T dy^T.
   void backward(const float* x, const float* y, float* dy, int rows, float* dx) {
     const size_t n = size_t(rows) * size_t(out);
-    if (relu) kernels::relu_backward<<<kernels::blocks(n), kernels::threads, 0, s_>>>(dy, y, n);
+    if (relu) kernels::launch<kernels::relu_backward<float>>(kernels::blocks(n), kernels::threads, 0, s_, dy, y, n);
     const float one = 1.0f, zero = 0.0f;
     check_cublas(cublasSgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one, x, in, dy, out, &zero,
                              dw_.get(), in),
                  "weight gradient sgemm");
-    kernels::bias_grad<<<kernels::blocks(size_t(out)), kernels::threads, 0, s_>>>(dy, db_.get(), rows, out);
+    kernels::launch<kernels::bias_grad<float>>(kernels::blocks(size_t(out)), kernels::threads, 0, s_, dy, db_.get(), rows,
+                                              out);
     if (dx)
       check_cublas(cublasSgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one, w_.get(), in, dy, out,
                                &zero, dx, in),
@@ -146,10 +150,10 @@ class dense_cuda {
   }
 
   void sgd(float lr, float momentum) {
-    kernels::sgd<<<kernels::blocks(w_.size()), kernels::threads, 0, s_>>>(w_.get(), vw_.get(), dw_.get(), w_.size(),
-                                                                          lr, momentum);
-    kernels::sgd<<<kernels::blocks(b_.size()), kernels::threads, 0, s_>>>(b_.get(), vb_.get(), db_.get(), b_.size(),
-                                                                          lr, momentum);
+    kernels::launch<kernels::sgd<float>>(kernels::blocks(w_.size()), kernels::threads, 0, s_, w_.get(), vw_.get(),
+                                         dw_.get(), w_.size(), lr, momentum);
+    kernels::launch<kernels::sgd<float>>(kernels::blocks(b_.size()), kernels::threads, 0, s_, b_.get(), vb_.get(),
+                                         db_.get(), b_.size(), lr, momentum);
     check_cuda(cudaGetLastError(), "sgd kernel");
   }
 
@@ -172,8 +176,8 @@ class softmax_xent_cuda {
   double operator()(const float* logits, const uint8_t* labels, int rows, int classes, float* grad, int& correct,
                     cudaStream_t s) {
     check_cuda(cudaMemcpyAsync(labels_.get(), labels, size_t(rows), cudaMemcpyHostToDevice, s), "copy labels");
-    kernels::softmax_xent<<<kernels::blocks(size_t(rows)), kernels::threads, 0, s>>>(
-        logits, labels_.get(), rows, classes, grad, loss_.get(), hit_.get());
+    kernels::launch<kernels::softmax_xent<float>>(kernels::blocks(size_t(rows)), kernels::threads, 0, s, logits,
+                                                  labels_.get(), rows, classes, grad, loss_.get(), hit_.get());
     check_cuda(cudaGetLastError(), "loss kernel");
     check_cuda(cudaMemcpyAsync(h_loss_.data(), loss_.get(), size_t(rows) * sizeof(double), cudaMemcpyDeviceToHost, s),
                "copy losses");

@@ -1,5 +1,7 @@
 // gpu_backend: copies host vectors to the device, runs the CUDA codec in the chosen launch
-// mode (own stream, legacy default stream, or captured into a CUDA graph), copies back.
+// mode (own stream, legacy default stream, or captured into a CUDA graph), copies back. Every
+// copy and poison fill goes on the stream the codec runs on: the own stream is non-blocking,
+// so work on the legacy stream (cudaMemcpy, cudaMemset) would not be ordered before it.
 #include "gpu_backend.hpp"
 
 #include <doctest/doctest.h>
@@ -35,6 +37,23 @@ gpu_backend::~gpu_backend() {
   (void)cudaFreeHost(pinned_status);
 }
 
+cudaStream_t gpu_backend::work_stream() const {
+  return mode == launch_mode::default_stream ? cudaStream_t(0) : stream;
+}
+
+void gpu_backend::put(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0) check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, work_stream()), "copy in");
+}
+
+void gpu_backend::fill(void* dst, int byte, size_t bytes) {
+  check_cuda(cudaMemsetAsync(dst, byte, bytes, work_stream()), "poison");
+}
+
+void gpu_backend::get(void* dst, const void* src, size_t bytes) {
+  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, work_stream()), "copy out");
+  check_cuda(cudaStreamSynchronize(work_stream()), "sync");
+}
+
 namespace {
 // Runs f(stream) directly, on the legacy default stream, or captured into a graph that is
 // then launched; returns f's status. Synchronizes before returning.
@@ -68,9 +87,8 @@ status gpu_backend::encode(const spec& s, const std::vector<uint8_t>& x, dtype t
   in.reserve(x.size() + 1);
   payload.reserve(cap + payload_offset);
   workspace.reserve(ws + workspace_offset);
-  check_cuda(cudaMemcpy(in.ptr, x.data(), x.size(), cudaMemcpyHostToDevice), "copy in");
-  // Poison the payload buffer: every byte must be written by the encoder.
-  check_cuda(cudaMemset(payload.ptr, 0xEE, cap + payload_offset), "poison");
+  put(in.ptr, x.data(), x.size());
+  fill(payload.ptr, 0xEE, cap + payload_offset);  // every byte must be written by the encoder
   uint8_t* p = static_cast<uint8_t*>(payload.ptr) + payload_offset;
   void* w = static_cast<uint8_t*>(workspace.ptr) + workspace_offset;
   size_t written = 0;
@@ -80,7 +98,7 @@ status gpu_backend::encode(const spec& s, const std::vector<uint8_t>& x, dtype t
   if (!ok(st)) return st;
   REQUIRE(written == cap);
   bytes.resize(cap);
-  check_cuda(cudaMemcpy(bytes.data(), p, cap, cudaMemcpyDeviceToHost), "copy payload");
+  get(bytes.data(), p, cap);
   return st;
 }
 
@@ -92,10 +110,9 @@ status gpu_backend::decode(const std::vector<uint8_t>& bytes, size_t len, dtype 
   out.reserve(y.size() + 1);
   uint8_t* p = static_cast<uint8_t*>(payload.ptr) + payload_offset;
   void* w = static_cast<uint8_t*>(workspace.ptr) + workspace_offset;
-  if (!bytes.empty()) check_cuda(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "copy payload");
-  check_cuda(cudaMemcpy(out.ptr, y.data(), y.size(), cudaMemcpyHostToDevice), "copy out");
-  // A stale success must not hide a decoder that never wrote its status.
-  check_cuda(cudaMemset(workspace.ptr, 0x7F, ws + workspace_offset), "poison workspace");
+  put(p, bytes.data(), bytes.size());
+  put(out.ptr, y.data(), y.size());
+  fill(workspace.ptr, 0x7F, ws + workspace_offset);  // a stale success must not hide a missing status
   *pinned_status = status::cuda_error;
   const tensor_view v{out.ptr, t, shp};
   const status st = run(mode, stream, [&](cudaStream_t str) {
@@ -104,7 +121,7 @@ status gpu_backend::decode(const std::vector<uint8_t>& bytes, size_t len, dtype 
     return pipecodec::cuda::read_status(w, pinned_status, str);
   });
   if (!ok(st)) return st;
-  check_cuda(cudaMemcpy(y.data(), out.ptr, y.size(), cudaMemcpyDeviceToHost), "copy out back");
+  get(y.data(), out.ptr, y.size());
   return *pinned_status;
 }
 
@@ -116,10 +133,10 @@ status gpu_backend::encode_shared(const spec& s, const std::vector<uint8_t>& x, 
   mask.reserve(mask_bytes.size() + 1);
   payload.reserve(cap + payload_offset);
   workspace.reserve(ws + workspace_offset);
-  check_cuda(cudaMemcpy(in.ptr, x.data(), x.size(), cudaMemcpyHostToDevice), "copy in");
-  check_cuda(cudaMemcpy(mask.ptr, mask_bytes.data(), mask_bytes.size(), cudaMemcpyHostToDevice), "copy mask");
-  check_cuda(cudaMemset(payload.ptr, 0xEE, cap + payload_offset), "poison");
-  check_cuda(cudaMemset(workspace.ptr, 0x7F, ws + workspace_offset), "poison workspace");
+  put(in.ptr, x.data(), x.size());
+  put(mask.ptr, mask_bytes.data(), mask_bytes.size());
+  fill(payload.ptr, 0xEE, cap + payload_offset);
+  fill(workspace.ptr, 0x7F, ws + workspace_offset);
   uint8_t* p = static_cast<uint8_t*>(payload.ptr) + payload_offset;
   void* w = static_cast<uint8_t*>(workspace.ptr) + workspace_offset;
   size_t written = 0;
@@ -133,7 +150,7 @@ status gpu_backend::encode_shared(const spec& s, const std::vector<uint8_t>& x, 
   if (!ok(st)) return st;
   REQUIRE(written == cap);
   bytes.resize(cap);
-  check_cuda(cudaMemcpy(bytes.data(), p, cap, cudaMemcpyDeviceToHost), "copy payload");
+  get(bytes.data(), p, cap);
   return *pinned_status;
 }
 
@@ -146,11 +163,10 @@ status gpu_backend::decode_topk(const std::vector<uint8_t>& bytes, const std::ve
   mask.reserve((mask_bytes ? mask_bytes->size() : 0) + 1);
   uint8_t* p = static_cast<uint8_t*>(payload.ptr) + payload_offset;
   void* w = static_cast<uint8_t*>(workspace.ptr) + workspace_offset;
-  if (!bytes.empty()) check_cuda(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "copy payload");
-  if (mask_bytes && !mask_bytes->empty())
-    check_cuda(cudaMemcpy(mask.ptr, mask_bytes->data(), mask_bytes->size(), cudaMemcpyHostToDevice), "copy mask");
-  check_cuda(cudaMemcpy(out.ptr, y.data(), y.size(), cudaMemcpyHostToDevice), "copy out");
-  check_cuda(cudaMemset(workspace.ptr, 0x7F, ws + workspace_offset), "poison workspace");
+  put(p, bytes.data(), bytes.size());
+  if (mask_bytes) put(mask.ptr, mask_bytes->data(), mask_bytes->size());
+  put(out.ptr, y.data(), y.size());
+  fill(workspace.ptr, 0x7F, ws + workspace_offset);
   *pinned_status = status::cuda_error;
   const tensor_view v{out.ptr, t, shp};
   const status st = run(mode, stream, [&](cudaStream_t str) {
@@ -167,7 +183,7 @@ status gpu_backend::decode_topk(const std::vector<uint8_t>& bytes, const std::ve
     return pipecodec::cuda::read_status(w, pinned_status, str);
   });
   if (!ok(st)) return st;
-  check_cuda(cudaMemcpy(y.data(), out.ptr, y.size(), cudaMemcpyDeviceToHost), "copy out back");
+  get(y.data(), out.ptr, y.size());
   return *pinned_status;
 }
 

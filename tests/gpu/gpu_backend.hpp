@@ -61,6 +61,13 @@ struct gpu_backend {
   // Raw call for argument checks: encode with explicit sizes and pointers (device buffers).
   status encode_raw(const spec& s, const_tensor_view x, void* p, size_t capacity, void* ws, size_t ws_size);
   status decode_raw(const void* p, size_t len, tensor_view y, void* ws, size_t ws_size);
+
+ private:
+  // The stream the codec runs on in this mode; copies and fills go there too.
+  cudaStream_t work_stream() const;
+  void put(void* dst, const void* src, size_t bytes);
+  void fill(void* dst, int byte, size_t bytes);
+  void get(void* dst, const void* src, size_t bytes);  // and waits for it
 };
 
 }  // namespace testg

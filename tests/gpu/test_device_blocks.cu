@@ -97,10 +97,12 @@ TEST_CASE("a user kernel encoding groups from registers writes the host backend'
     p.reserve(L.total);
     testg::check_cuda(cudaMemset(p.ptr, 0xEE, L.total), "poison");
     const unsigned blocks = unsigned((L.groups * 32 + 255) / 256);
+    using pipecodec::cuda::detail::launch;
+    uint8_t* dst = static_cast<uint8_t*>(p.ptr);
     if (r == rounding::nearest)
-      epilogue_kernel<3, rounding::nearest><<<blocks, 256>>>(s.quant, L, h, 42, static_cast<uint8_t*>(p.ptr));
+      launch<epilogue_kernel<3, rounding::nearest>>(blocks, 256, 0, nullptr, s.quant, L, h, uint64_t(42), dst);
     else
-      epilogue_kernel<3, rounding::stochastic><<<blocks, 256>>>(s.quant, L, h, 42, static_cast<uint8_t*>(p.ptr));
+      launch<epilogue_kernel<3, rounding::stochastic>>(blocks, 256, 0, nullptr, s.quant, L, h, uint64_t(42), dst);
     testg::check_cuda(cudaGetLastError(), "launch");
     std::vector<uint8_t> got(L.total);
     testg::check_cuda(cudaMemcpy(got.data(), p.ptr, L.total, cudaMemcpyDeviceToHost), "copy");
@@ -130,8 +132,9 @@ TEST_CASE("core math on the device equals the host: parameters of extreme statis
         q.bits = uint8_t(bits);
         q.scale = sm;
         q.scale_dtype = sd;
-        core_kernel<<<1, 64>>>(static_cast<const float*>(dlo.ptr), static_cast<const float*>(dhi.ptr), q, count,
-                               static_cast<float*>(dp.ptr), static_cast<uint32_t*>(dh.ptr));
+        pipecodec::cuda::detail::launch<core_kernel>(1, 64, 0, nullptr, static_cast<const float*>(dlo.ptr),
+                                                     static_cast<const float*>(dhi.ptr), q, count,
+                                                     static_cast<float*>(dp.ptr), static_cast<uint32_t*>(dh.ptr));
         testg::check_cuda(cudaGetLastError(), "launch");
         std::vector<float> params(4 * lo.size());
         std::vector<uint32_t> halves(2 * lo.size());

@@ -118,7 +118,7 @@ inline status stage_batch(aqsgd_device_store& s, const aqsgd_planned& pl, uint64
 }
 
 inline status append_ids(uint8_t* part, uint64_t bytes, const uint64_t* ids, cudaStream_t stream) {
-  append_ids_kernel<32><<<1, 32, 0, stream>>>(part, bytes, ids);
+  launch<append_ids_kernel<32>>(1, 32, 0, stream, part, bytes, ids);
   return last_launch_status();
 }
 
@@ -272,7 +272,7 @@ inline status aqsgd_decode(const host::aqsgd_config& c, aqsgd_device_store& s, c
   const frame_expectation e{w.plan, reinterpret_cast<const uint64_t*>(w.plan + L.batch_ids),
                             reinterpret_cast<const uint64_t*>(w.plan + L.slot), pl.known,
                             uint8_t(c.warmup.codec), uint8_t(c.codec.codec)};
-  aqsgd_frame_kernel<32><<<1, 32, 0, stream>>>(static_cast<const uint8_t*>(message), len, e, verdict);
+  launch<aqsgd_frame_kernel<32>>(1, 32, 0, stream, static_cast<const uint8_t*>(message), len, e, verdict);
   st = last_launch_status();
   const auto* dsrc = reinterpret_cast<const uint64_t*>(w.plan + L.src);
   const auto* dmrow = reinterpret_cast<const uint64_t*>(w.plan + L.mrow);
@@ -296,7 +296,7 @@ inline status aqsgd_decode(const host::aqsgd_config& c, aqsgd_device_store& s, c
     parts.s[1] = status_word(w.ws[1]);
   }
   if (!ok(st)) return st;
-  combine_status_kernel<32><<<1, 32, 0, stream>>>(verdict, parts);
+  launch<combine_status_kernel<32>>(1, 32, 0, stream, verdict, parts);
   st = last_launch_status();
   status_guard accepted;
   accepted.s[0] = verdict;

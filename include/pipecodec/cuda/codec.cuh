@@ -58,13 +58,13 @@ inline status decode_any(const void* payload, size_t len, tensor_view out, void*
   uint8_t* area = align_workspace(workspace);
   if (cudaMemsetAsync(area, 0, sizeof(status_area), stream) != cudaSuccess) return status::cuda_error;
   // Groups (validation) and chunks (decoding) are at most n and n / 32 + groups.
-  validate_kernel<block_threads><<<grid_for(n, block_threads, cap), block_threads, 0, stream>>>(
-      static_cast<const uint8_t*>(payload), len, out.shp, area);
+  launch<validate_kernel<block_threads>>(grid_for(n, block_threads, cap), block_threads, 0, stream,
+                                         static_cast<const uint8_t*>(payload), len, out.shp, area);
   if (const status st = last_launch_status(); !ok(st)) return st;
   if (const status st = launch_expect_codec(payload, len, expect, area, stream); !ok(st)) return st;
   const uint32_t grid = grid_for(n, 32 * block_warps, cap);
   return dispatch_dtype(out.type, [&](auto oc) {
-    decode_kernel<decltype(oc)::value, Accumulate><<<grid, block_threads, 0, stream>>>(out.data, area);
+    launch<decode_kernel<decltype(oc)::value, Accumulate>>(grid, block_threads, 0, stream, out.data, area);
     return last_launch_status();
   });
 }

@@ -30,8 +30,8 @@ inline status encode_plain(const plain_params& pp, const_tensor_view in, void* p
   const uint32_t grid = grid_for(L.n, block_threads, cap);
   const status st = dispatch_dtype(in.type, [&](auto ic) {
     return dispatch_dtype(pp.wire, [&](auto wc) {
-      plain_encode_kernel<decltype(ic)::value, decltype(wc)::value>
-          <<<grid, block_threads, 0, stream>>>(in.data, h, L, static_cast<uint8_t*>(payload));
+      launch<plain_encode_kernel<decltype(ic)::value, decltype(wc)::value>>(grid, block_threads, 0, stream, in.data, h,
+                                                                            L, static_cast<uint8_t*>(payload));
       return last_launch_status();
     });
   });

@@ -29,13 +29,15 @@ inline void launch_quant_encode(Src src, Sink sink, const quant_params& q, const
                                 uint8_t* ws, uint32_t cap, cudaStream_t stream, bool with_header = true) {
   if (!W.tiled) {
     const uint32_t grid = grid_for(ceil_div(L.groups, quant_batch_groups), block_warps, cap);
-    quant_encode_resident_kernel<B, R><<<grid, block_threads, 0, stream>>>(src, sink, q, L, h, seed, p, with_header);
+    launch<quant_encode_resident_kernel<B, R, Src, Sink>>(grid, block_threads, 0, stream, src, sink, q, L, h, seed, p,
+                                                         with_header);
     return;
   }
   const uint32_t tile_grid = grid_for(W.tiles, block_warps, cap);
-  quant_tile_stats_kernel<<<tile_grid, block_threads, 0, stream>>>(src, L, W, h, p, ws, with_header);
-  quant_finalize_kernel<block_threads><<<grid_for(L.groups, 1, cap), block_threads, 0, stream>>>(q, L, W, p, ws);
-  quant_tile_encode_kernel<B, R><<<tile_grid, block_threads, 0, stream>>>(src, sink, q, L, W, seed, p, ws);
+  launch<quant_tile_stats_kernel<Src>>(tile_grid, block_threads, 0, stream, src, L, W, h, p, ws, with_header);
+  launch<quant_finalize_kernel<block_threads>>(grid_for(L.groups, 1, cap), block_threads, 0, stream, q, L, W, p, ws);
+  launch<quant_tile_encode_kernel<B, R, Src, Sink>>(tile_grid, block_threads, 0, stream, src, sink, q, L, W, seed, p,
+                                                     ws);
 }
 
 // What an encode of `shp` needs, checked on the host: layout, payload capacity, workspace.

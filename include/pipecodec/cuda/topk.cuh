@@ -45,7 +45,7 @@ inline status launch_select(const topk_encode_args& a, uint8_t* state, uint32_t 
                                 kept_emitter<T>{a, 0}, cap, stream);
   }
   const uint32_t grid = L.units < 65535 ? uint32_t(L.units) : 65535u;
-  topk_encode_kernel<T, RandK><<<grid, topk_threads, 0, stream>>>(a);
+  launch<topk_encode_kernel<T, RandK>>(grid, topk_threads, 0, stream, a);
   return last_launch_status();
 }
 
@@ -102,7 +102,7 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
   write_header(hb.b, h);
   uint8_t* p = static_cast<uint8_t*>(payload);
   if (cudaMemsetAsync(p + header_bytes, 0, L.total - header_bytes, stream) != cudaSuccess) return status::cuda_error;
-  write_header_kernel<header_bytes><<<1, header_bytes, 0, stream>>>(p, hb);
+  launch<write_header_kernel<header_bytes>>(1, header_bytes, 0, stream, p, hb);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
 
   uint8_t* ws = align_workspace(workspace);
@@ -115,8 +115,9 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
   if (mask != nullptr) {
     if (cudaMemsetAsync(ws, 0, 16, stream) != cudaSuccess) return status::cuda_error;
     const uint32_t grid = L.units == 0 ? 1u : L.units < 65535 ? uint32_t(L.units) : 65535u;
-    topk_validate_kernel<topk_threads><<<grid, topk_threads, 0, stream>>>(
-        p, L.total, static_cast<const uint8_t*>(mask), mask_len, in.shp, topk_check::mask_only, code);
+    launch<topk_validate_kernel<topk_threads>>(grid, topk_threads, 0, stream, p, L.total,
+                                               static_cast<const uint8_t*>(mask), mask_len, in.shp,
+                                               topk_check::mask_only, code);
     if (!ok(st = last_launch_status())) return st;
   }
   if (L.units > 0 && L.kept > 0) {
@@ -124,8 +125,8 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
       constexpr dtype T = decltype(tc)::value;
       if (mask != nullptr) {
         const uint32_t grid = L.units < 65535 ? uint32_t(L.units) : 65535u;
-        topk_encode_masked_kernel<T><<<grid, topk_threads, 0, stream>>>(args, static_cast<const uint8_t*>(mask),
-                                                                        mask_len, code);
+        launch<topk_encode_masked_kernel<T>>(grid, topk_threads, 0, stream, args,
+                                             static_cast<const uint8_t*>(mask), mask_len, code);
         return last_launch_status();
       }
       return d.codec == codec_id::randk ? launch_select<T, true>(args, state, cap, stream)
@@ -181,14 +182,14 @@ inline status decode_sparse(const void* payload, size_t len, const void* mask, s
   const uint32_t grid = out.shp.rows == 0 ? 1u : out.shp.rows < 65535 ? uint32_t(out.shp.rows) : 65535u;
   const uint8_t* p = static_cast<const uint8_t*>(payload);
   const uint8_t* mp = static_cast<const uint8_t*>(mask);
-  topk_validate_kernel<topk_threads><<<grid, topk_threads, 0, stream>>>(
-      p, len, mp, mask_len, out.shp, mask ? topk_check::shared : topk_check::alone, code);
+  launch<topk_validate_kernel<topk_threads>>(grid, topk_threads, 0, stream, p, len, mp, mask_len, out.shp,
+                                             mask ? topk_check::shared : topk_check::alone, code);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
   if (const status st = launch_expect_codec(p, len, expect, code, stream); !ok(st)) return st;
   uint32_t* cand = reinterpret_cast<uint32_t*>(ws + workspace_status_bytes);
   return dispatch_dtype(out.type, [&](auto oc) {
-    topk_scatter_kernel<decltype(oc)::value, Accumulate><<<grid, topk_threads, 0, stream>>>(p, len, mp, mask_len,
-                                                                                           out.data, code, cand);
+    launch<topk_scatter_kernel<decltype(oc)::value, Accumulate>>(grid, topk_threads, 0, stream, p, len, mp,
+                                                                 mask_len, out.data, code, cand);
     return last_launch_status();
   });
 }

@@ -18,9 +18,8 @@ namespace pipecodec::cuda::detail {
 template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads)
     validate_kernel(const uint8_t* payload, uint64_t len, shape want, uint8_t* area) {
-  __shared__ alignas(16) unsigned char parsed[sizeof(quant_payload)];
-  __shared__ int check_groups;
-  quant_payload& qp = *reinterpret_cast<quant_payload*>(parsed);
+  PIPECODEC_SHARED(quant_payload, qp);
+  PIPECODEC_SHARED(int, check_groups);
   status_area* sa = reinterpret_cast<status_area*>(area);
   if (threadIdx.x == 0) {
     header h;

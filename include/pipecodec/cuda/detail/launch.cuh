@@ -2,11 +2,10 @@
 // alignment, and the device-side status area at the start of the workspace.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include "../../core/plain_format.hpp"
 #include "../../core/quant_format.hpp"
 #include "../../core/workspace.hpp"
+#include "portable.cuh"
 
 namespace pipecodec::cuda::detail {
 
@@ -82,8 +81,8 @@ __global__ void __launch_bounds__(Threads)
 inline status launch_expect_codec(const void* payload, uint64_t len, uint8_t codec, void* status_word,
                                   cudaStream_t stream) {
   if (codec == 0) return status::success;
-  expect_codec_kernel<32><<<1, 32, 0, stream>>>(static_cast<const uint8_t*>(payload), len, codec,
-                                                static_cast<status*>(status_word));
+  launch<expect_codec_kernel<32>>(1, 32, 0, stream, static_cast<const uint8_t*>(payload), len, codec,
+                                   static_cast<status*>(status_word));
   return last_launch_status();
 }
 

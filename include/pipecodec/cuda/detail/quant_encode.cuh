@@ -92,7 +92,7 @@ template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads)
     quant_finalize_kernel(quant_params q, quant_layout L, quant_workspace W, uint8_t* payload, uint8_t* ws) {
   using reduce_t = cub::BlockReduce<group_stats, Threads>;
-  __shared__ typename reduce_t::TempStorage tmp;
+  PIPECODEC_SHARED(typename reduce_t::TempStorage, tmp);
   const group_stats* partials = reinterpret_cast<const group_stats*>(ws + W.partials_offset);
   group_params* params = reinterpret_cast<group_params*>(ws + W.params_offset);
   for (uint64_t g = blockIdx.x; g < L.groups; g += gridDim.x) {

@@ -33,7 +33,7 @@ inline status for_each(uint64_t n, F f, cudaStream_t stream, status_guard guard 
   if (n == 0) return status::success;
   uint32_t cap = 0;
   if (const status st = grid_cap(cap); !ok(st)) return st;
-  for_each_kernel<<<grid_for(n, block_threads, cap), block_threads, 0, stream>>>(n, f, guard);
+  launch<for_each_kernel<F>>(grid_for(n, block_threads, cap), block_threads, 0, stream, n, f, guard);
   return last_launch_status();
 }
 

@@ -65,12 +65,10 @@ template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads)
     topk_validate_kernel(const uint8_t* payload, uint64_t len, const uint8_t* mask, uint64_t mask_len, shape want,
                          topk_check what, status* code) {
-  __shared__ alignas(16) unsigned char raw[sizeof(topk_payload)];
-  __shared__ alignas(16) unsigned char raw_m[sizeof(topk_payload)];
-  __shared__ int parsed_ok;
-  __shared__ unsigned long long count;
-  topk_payload& tp = *reinterpret_cast<topk_payload*>(raw);
-  topk_payload& mp = *reinterpret_cast<topk_payload*>(raw_m);
+  PIPECODEC_SHARED(topk_payload, tp);
+  PIPECODEC_SHARED(topk_payload, mp);
+  PIPECODEC_SHARED(int, parsed_ok);
+  PIPECODEC_SHARED(unsigned long long, count);
   if (threadIdx.x == 0) {
     status st = parse_topk_payload(payload, len, tp);
     const bool shared = what != topk_check::alone;
@@ -121,12 +119,9 @@ template <dtype Out, bool Accumulate>
 __global__ void __launch_bounds__(topk_threads)
     topk_scatter_kernel(const uint8_t* payload, uint64_t len, const uint8_t* mask, uint64_t mask_len, void* out,
                         const status* code, uint32_t* cand) {
-  __shared__ alignas(16) unsigned char raw_tp[sizeof(topk_payload)];
-  __shared__ alignas(16) unsigned char raw_mp[sizeof(topk_payload)];
-  __shared__ alignas(16) unsigned char raw_s[sizeof(topk_block_storage)];
-  topk_payload& tp = *reinterpret_cast<topk_payload*>(raw_tp);
-  topk_payload& mp = *reinterpret_cast<topk_payload*>(raw_mp);
-  topk_block_storage& s = *reinterpret_cast<topk_block_storage*>(raw_s);
+  PIPECODEC_SHARED(topk_payload, tp);
+  PIPECODEC_SHARED(topk_payload, mp);
+  PIPECODEC_SHARED(topk_block_storage, s);
   if (!ok(*code)) return;
   if (threadIdx.x == 0) {  // both validated already
     (void)parse_topk_payload(payload, len, tp);

@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(Threads) topk_grid_init_kernel(topk_grid_state
 template <class Keys>
 __global__ void __launch_bounds__(topk_threads)
     topk_grid_hist_kernel(Keys key, uint64_t m, uint32_t* cand, topk_grid_state* g, uint32_t p) {
-  __shared__ uint32_t hist[topk_radix_buckets];
+  PIPECODEC_SHARED(uint32_t[topk_radix_buckets], hist);
   if (g->done) return;  // the same for every thread: written by the previous kernel
   const uint32_t shift = topk_digit_shift(p), dmask = topk_digit_mask(p);
   const uint32_t mask = g->t.mask, prefix = g->t.prefix;
@@ -103,8 +103,7 @@ __global__ void __launch_bounds__(topk_threads)
 template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads) topk_grid_choose_kernel(topk_grid_state* g, uint64_t cap, uint32_t p) {
   static_assert(Threads == topk_threads, "block_find_bucket splits buckets over topk_threads");
-  __shared__ alignas(16) unsigned char raw[sizeof(topk_block_storage)];
-  topk_block_storage& s = *reinterpret_cast<topk_block_storage*>(raw);
+  PIPECODEC_SHARED(topk_block_storage, s);
   if (g->done) return;
   for (uint32_t b = threadIdx.x; b < topk_radix_buckets; b += Threads) {
     s.hist[b] = g->hist[b];
@@ -146,7 +145,7 @@ template <class Keys>
 __global__ void __launch_bounds__(topk_threads)
     topk_grid_count_kernel(Keys key, uint64_t m, topk_chunking ch, const topk_grid_state* g, ulonglong2* counts) {
   using reduce_t = cub::BlockReduce<unsigned long long, topk_threads>;
-  __shared__ typename reduce_t::TempStorage tmp[2];
+  PIPECODEC_SHARED(typename reduce_t::TempStorage[2], tmp);
   const topk_threshold t = g->t;
   for (uint64_t c = blockIdx.x; c < ch.count; c += gridDim.x) {
     const uint64_t begin = c * ch.len, end = begin + ch.len < m ? begin + ch.len : m;
@@ -168,7 +167,7 @@ template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads) topk_grid_scan_kernel(ulonglong2* counts, uint64_t chunks) {
   static_assert(Threads == topk_threads, "uses topk_scan");
   constexpr uint32_t per = uint32_t(topk_grid_chunks / Threads);
-  __shared__ typename topk_scan::TempStorage tmp;
+  PIPECODEC_SHARED(typename topk_scan::TempStorage, tmp);
   unsigned long long gt[per], eq[per], gt_before[per], eq_before[per];
   for (uint32_t j = 0; j < per; ++j) {
     const uint64_t c = uint64_t(threadIdx.x) * per + j;
@@ -189,8 +188,7 @@ template <class Keys, class Emitter>
 __global__ void __launch_bounds__(topk_threads)
     topk_grid_emit_kernel(Keys key, uint64_t m, topk_chunking ch, const topk_grid_state* g,
                           const ulonglong2* offsets, Emitter emit) {
-  __shared__ alignas(16) unsigned char raw[sizeof(topk_block_storage)];
-  topk_block_storage& s = *reinterpret_cast<topk_block_storage*>(raw);
+  PIPECODEC_SHARED(topk_block_storage, s);
   const topk_threshold t = g->t;
   for (uint64_t c = blockIdx.x; c < ch.count; c += gridDim.x) {
     const uint64_t begin = c * ch.len, end = begin + ch.len < m ? begin + ch.len : m;
@@ -206,20 +204,21 @@ inline status launch_grid_select(const Keys& key, uint64_t m, uint64_t k, uint32
                                  const Emitter& emit, uint32_t grid_cap_blocks, cudaStream_t stream) {
   topk_grid_state* g = reinterpret_cast<topk_grid_state*>(state);
   ulonglong2* counts = reinterpret_cast<ulonglong2*>(state + topk_grid_counts_offset);
-  topk_grid_init_kernel<topk_threads><<<1, topk_threads, 0, stream>>>(g, m, k);
+  launch<topk_grid_init_kernel<topk_threads>>(1, topk_threads, 0, stream, g, m, k);
   // Enough blocks that none counts 2^32 keys in its shared histogram.
   uint64_t grid = grid_for(m, uint64_t(topk_threads) * 16, grid_cap_blocks);
   const uint64_t least = ceil_div(m, uint64_t(1) << 31);
   if (grid < least) grid = least;
   for (uint32_t p = 0; p < topk_radix_passes; ++p) {
-    topk_grid_hist_kernel<<<uint32_t(grid), topk_threads, 0, stream>>>(key, m, cand, g, p);
-    topk_grid_choose_kernel<topk_threads><<<1, topk_threads, 0, stream>>>(g, m / 4, p);
+    launch<topk_grid_hist_kernel<Keys>>(uint32_t(grid), topk_threads, 0, stream, key, m, cand, g, p);
+    launch<topk_grid_choose_kernel<topk_threads>>(1, topk_threads, 0, stream, g, m / 4, p);
   }
   const topk_chunking ch = topk_chunks_for(m);
   if (ch.count == 0) return last_launch_status();
-  topk_grid_count_kernel<<<uint32_t(ch.count), topk_threads, 0, stream>>>(key, m, ch, g, counts);
-  topk_grid_scan_kernel<topk_threads><<<1, topk_threads, 0, stream>>>(counts, ch.count);
-  topk_grid_emit_kernel<<<uint32_t(ch.count), topk_threads, 0, stream>>>(key, m, ch, g, counts, emit);
+  launch<topk_grid_count_kernel<Keys>>(uint32_t(ch.count), topk_threads, 0, stream, key, m, ch, g, counts);
+  launch<topk_grid_scan_kernel<topk_threads>>(1, topk_threads, 0, stream, counts, ch.count);
+  launch<topk_grid_emit_kernel<Keys, Emitter>>(uint32_t(ch.count), topk_threads, 0, stream, key, m, ch, g,
+                                                counts, emit);
   return last_launch_status();
 }
 

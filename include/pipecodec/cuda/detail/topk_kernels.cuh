@@ -5,6 +5,7 @@
 #pragma once
 
 #include "../../core/topk_format.hpp"
+#include "portable.cuh"
 #include "topk_select.cuh"
 
 namespace pipecodec::cuda::detail {
@@ -76,9 +77,7 @@ struct kept_emitter {
 
 template <dtype T, bool RandK>
 __global__ void __launch_bounds__(topk_threads) topk_encode_kernel(topk_encode_args a) {
-  // Raw bytes: topk_threshold's member initialisers would make a __shared__ object dynamic.
-  __shared__ alignas(16) unsigned char raw[sizeof(topk_block_storage)];
-  topk_block_storage& s = *reinterpret_cast<topk_block_storage*>(raw);
+  PIPECODEC_SHARED(topk_block_storage, s);
   const uint64_t m = a.L.unit_len, cap = m / 4;
   for (uint64_t u = blockIdx.x; u < a.L.units; u += gridDim.x) {
     uint32_t* cand = a.cand + u * cap;
@@ -126,10 +125,8 @@ __device__ void block_for_each_position(const topk_payload& tp, uint64_t u, topk
 template <dtype T>
 __global__ void __launch_bounds__(topk_threads)
     topk_encode_masked_kernel(topk_encode_args a, const uint8_t* mask, uint64_t mask_len, const status* code) {
-  __shared__ alignas(16) unsigned char raw_tp[sizeof(topk_payload)];
-  __shared__ alignas(16) unsigned char raw_s[sizeof(topk_block_storage)];
-  topk_payload& mp = *reinterpret_cast<topk_payload*>(raw_tp);
-  topk_block_storage& s = *reinterpret_cast<topk_block_storage*>(raw_s);
+  PIPECODEC_SHARED(topk_payload, mp);
+  PIPECODEC_SHARED(topk_block_storage, s);
   if (!ok(*code)) return;
   if (threadIdx.x == 0) (void)parse_topk_payload(mask, mask_len, mp);  // validated already
   __syncthreads();

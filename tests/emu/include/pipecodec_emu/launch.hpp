@@ -1,0 +1,91 @@
+// Kernel launches and shared memory of the emulated build. launch<Kernel>() copies the
+// arguments into the kernel's parameter types (as a launch does) and enqueues the grid on the
+// stream; shared(site) hands each block its own storage for a PIPECODEC_SHARED declaration.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "types.hpp"
+
+namespace pipecodec_emu {
+namespace detail {
+
+struct kernel_launch {
+  const char* name = nullptr;     // the kernel, as the compiler spells its instantiation
+  const void* entry = nullptr;    // its address (cudaFuncSetAttribute's key)
+  dim3 grid, block;
+  size_t dynamic_shared = 0;
+  void (*body)(const void* params) = nullptr;  // runs the kernel in the calling emulated thread
+  std::shared_ptr<const void> params;
+};
+
+// Checks the configuration (cudaGetLastError reports a bad one) and enqueues the grid.
+void submit(cudaStream_t stream, kernel_launch&& k);
+
+// "[with auto K = ns::kernel<256>]" -> "ns::kernel<256>".
+std::string kernel_name_from(const char* pretty);
+
+template <auto Kernel>
+const char* kernel_name() {
+  static const std::string name = kernel_name_from(__PRETTY_FUNCTION__);
+  return name.c_str();
+}
+
+template <class F>
+struct kernel_params;
+template <class... P>
+struct kernel_params<void (*)(P...)> {
+  using tuple = std::tuple<std::decay_t<P>...>;
+};
+
+template <auto Kernel, class Tuple>
+void invoke(const void* params) {
+  std::apply(Kernel, *static_cast<const Tuple*>(params));
+}
+
+// One PIPECODEC_SHARED declaration (per kernel instantiation: a static of the macro's lambda).
+struct shared_site {
+  const char* name;
+  const char* file;
+  int line;
+  size_t bytes, align;
+};
+void* block_shared(const shared_site& site);
+
+}  // namespace detail
+
+template <auto Kernel, class... Args>
+void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, const Args&... args) {
+  using tuple = typename detail::kernel_params<decltype(Kernel)>::tuple;
+  static_assert(std::tuple_size_v<tuple> == sizeof...(Args), "wrong number of kernel arguments");
+  detail::kernel_launch k;
+  k.name = detail::kernel_name<Kernel>();
+  k.entry = reinterpret_cast<const void*>(Kernel);
+  k.grid = grid;
+  k.block = block;
+  k.dynamic_shared = shared_bytes;
+  k.body = &detail::invoke<Kernel, tuple>;
+  k.params = std::make_shared<const tuple>(args...);
+  // GCC 12 does not instantiate a kernel template named only as a template argument inside
+  // another template (launch<kernel<block_threads>> in a function template): a call it
+  // cannot prove dead makes it odr-used.
+  if (k.body == nullptr) Kernel(args...);
+  detail::submit(stream, std::move(k));
+}
+
+}  // namespace pipecodec_emu
+
+#define PIPECODEC_EMU_SHARED(T, name)                                                                  \
+  (*static_cast<T*>(::pipecodec_emu::detail::block_shared(                                           \
+      []() -> const ::pipecodec_emu::detail::shared_site& {                                            \
+        static const ::pipecodec_emu::detail::shared_site site{#name, __FILE__, __LINE__, sizeof(T), alignof(T)}; \
+        return site;                                                                                 \
+      }())))
+
+namespace pipecodec_emu {
+inline void* dynamic_shared() { return detail::dynamic_shared(); }
+}  // namespace pipecodec_emu

@@ -1,0 +1,213 @@
+// The emulated device: one sm_90-like GPU with a configurable number of multiprocessors
+// (small by default, so that grid-stride loops wrap and multi-block paths run at test
+// sizes), the launch limits of a real one, error codes and the last-error slot.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "queue.hpp"
+
+namespace pipecodec_emu::detail {
+
+namespace {
+
+constexpr int shared_default_limit = 48 << 10;
+constexpr int shared_optin_limit = 227 << 10;
+constexpr int l2_bytes = 50 << 20;
+
+thread_local cudaError_t tl_last_error = cudaSuccess;
+
+[[noreturn]] void bad_setting(const char* name, const char* value) {
+  std::fprintf(stderr, "pipecodec-emu: %s=%s is not a valid setting (docs/CUDA.md)\n", name, value);
+  std::exit(2);
+}
+
+settings read_settings() {
+  settings s;
+  s.workers = int(std::min(4u, std::max(1u, std::thread::hardware_concurrency())));
+  if (const char* v = std::getenv("PIPECODEC_EMU_SMS")) {
+    s.sms = std::atoi(v);
+    if (s.sms < 1 || s.sms > 1024) bad_setting("PIPECODEC_EMU_SMS", v);
+  }
+  if (const char* v = std::getenv("PIPECODEC_EMU_WORKERS")) {
+    s.workers = std::atoi(v);
+    if (s.workers < 1 || s.workers > 64) bad_setting("PIPECODEC_EMU_WORKERS", v);
+  }
+  if (const char* v = std::getenv("PIPECODEC_EMU_POISON")) {
+    char* end = nullptr;
+    const unsigned long b = std::strtoul(v, &end, 0);
+    if (end == v || *end != 0 || b > 255) bad_setting("PIPECODEC_EMU_POISON", v);
+    s.poison = uint8_t(b);
+  }
+  if (const char* v = std::getenv("PIPECODEC_EMU_SCHEDULE")) {
+    const std::string t(v);
+    if (t == "forward") s.schedule = order::forward;
+    else if (t == "reverse") s.schedule = order::reverse;
+    else if (t.rfind("shuffle", 0) == 0) {
+      s.schedule = order::shuffle;
+      if (t.size() > 7) {
+        if (t[7] != ':') bad_setting("PIPECODEC_EMU_SCHEDULE", v);
+        s.seed = std::strtoull(t.c_str() + 8, nullptr, 0);
+      }
+    } else {
+      bad_setting("PIPECODEC_EMU_SCHEDULE", v);
+    }
+  }
+  return s;
+}
+
+std::map<const void*, int>& dynamic_shared_limits() {
+  static std::map<const void*, int> m;
+  return m;
+}
+
+}  // namespace
+
+const settings& config() {
+  static const settings s = read_settings();
+  return s;
+}
+
+cudaError_t fail(cudaError_t e) {
+  tl_last_error = e;
+  return e;
+}
+
+cudaError_t validate_launch(const kernel_launch& k) {
+  const dim3 b = k.block, g = k.grid;
+  if (b.x == 0 || b.y == 0 || b.z == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 || uint64_t(b.x) * b.y * b.z > 1024)
+    return cudaErrorInvalidConfiguration;
+  if (g.x == 0 || g.y == 0 || g.z == 0 || g.x > 0x7FFFFFFFu || g.y > 65535 || g.z > 65535)
+    return cudaErrorInvalidConfiguration;
+  if (k.dynamic_shared > size_t(shared_default_limit)) {
+    auto it = dynamic_shared_limits().find(k.entry);
+    if (it == dynamic_shared_limits().end() || k.dynamic_shared > size_t(it->second)) return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+
+std::string kernel_name_from(const char* pretty) {
+  const char* start = std::strstr(pretty, "Kernel = ");
+  if (start == nullptr) return pretty;
+  start += 9;
+  std::string name(start);
+  if (!name.empty() && name.back() == ']') name.pop_back();
+  return name;
+}
+
+}  // namespace pipecodec_emu::detail
+
+using namespace pipecodec_emu::detail;
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (count == nullptr) return fail(cudaErrorInvalidValue);
+  *count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (device == nullptr) return fail(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice); }
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (value == nullptr) return fail(cudaErrorInvalidValue);
+  if (device != 0) return fail(cudaErrorInvalidDevice);
+  switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock:
+    case cudaDevAttrMaxBlockDimX: *value = 1024; break;
+    case cudaDevAttrMaxGridDimX: *value = 0x7FFFFFFF; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = shared_default_limit; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = shared_optin_limit; break;
+    case cudaDevAttrWarpSize: *value = 32; break;
+    case cudaDevAttrMultiProcessorCount: *value = config().sms; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrL2CacheSize: *value = l2_bytes; break;
+    default: return fail(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
+  if (p == nullptr) return fail(cudaErrorInvalidValue);
+  if (device != 0) return fail(cudaErrorInvalidDevice);
+  std::memset(p, 0, sizeof *p);
+  std::snprintf(p->name, sizeof p->name, "pipecodec emulated GPU (CPU, %d SMs)", config().sms);
+  p->totalGlobalMem = size_t(16) << 30;
+  p->sharedMemPerBlock = size_t(shared_default_limit);
+  p->sharedMemPerBlockOptin = size_t(shared_optin_limit);
+  p->warpSize = 32;
+  p->maxThreadsPerBlock = 1024;
+  p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
+  p->maxThreadsDim[2] = 64;
+  p->maxGridSize[0] = 0x7FFFFFFF;
+  p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+  p->major = 9;
+  p->minor = 0;
+  p->multiProcessorCount = config().sms;
+  p->l2CacheSize = l2_bytes;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void* kernel, cudaFuncAttribute attr, int value) {
+  std::lock_guard<std::recursive_mutex> lock(api_lock());
+  if (kernel == nullptr || attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+      value > shared_optin_limit)
+    return fail(cudaErrorInvalidValue);
+  dynamic_shared_limits()[kernel] = value;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError() {
+  const cudaError_t e = tl_last_error;
+  tl_last_error = cudaSuccess;
+  return e;
+}
+
+cudaError_t cudaPeekAtLastError() { return tl_last_error; }
+
+const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError: return "cudaErrorInitializationError";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorNotSupported: return "cudaErrorNotSupported";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
+    case cudaErrorUnknown: return "cudaErrorUnknown";
+  }
+  return "unrecognized error code";
+}
+
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureImplicit: return "operation would make the legacy stream depend on a capturing blocking stream";
+    default: return cudaGetErrorName(e);
+  }
+}
