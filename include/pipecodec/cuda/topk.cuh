@@ -14,8 +14,8 @@
 // cuda::read_status): decode_topk / decode_shared validate the payload (and mask) and write
 // `out` only if they passed. encode_shared validates its mask the same way: when the mask is
 // rejected the status word says why and the payload must not be used.
-// Decode workspace: at least workspace_request(workspace_status_bytes + align16(n)) bytes,
-// which workspace_bytes(spec, shape) of any topk/randk spec provides.
+// Decode workspace: at least workspace_request(workspace_status_bytes + align16(n)) bytes
+// (decode_shared: workspace_status_bytes), which workspace_bytes(spec, shape) provides.
 //
 // Public entry points: cuda::encode (codec topk/randk), cuda::encode_shared,
 // cuda::decode_topk(_accumulate), cuda::decode_shared(_accumulate) in cuda/codec.cuh.
@@ -169,7 +169,11 @@ inline status decode_sparse(const void* payload, size_t len, const void* mask, s
   if (payload == nullptr || workspace == nullptr || !valid_dtype(uint8_t(out.type))) return status::invalid_argument;
   if (!out.shp.count(n) || n > max_elements) return status::shape_mismatch;
   if (out.data == nullptr && n > 0) return status::invalid_argument;
-  if (workspace_size < workspace_request(workspace_status_bytes + align16(n))) return status::workspace_too_small;
+  // RandK decode re-selects its positions, with candidates after the status word; positions
+  // from a mask need no more than the status word, which workspace_bytes() of a shared-mask
+  // spec (for any n) covers.
+  const uint64_t need = workspace_status_bytes + (mask != nullptr ? 0 : align16(n));
+  if (workspace_size < workspace_request(need)) return status::workspace_too_small;
   if (!element_aligned(out.data, out.type)) return status::misaligned;
   const uint64_t out_bytes = n * dtype_bytes(out.type);
   if (host::detail::overlaps(out.data, out_bytes, payload, len) ||

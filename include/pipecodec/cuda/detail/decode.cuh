@@ -6,6 +6,7 @@
 #pragma once
 
 #include "../../core/dispatch.hpp"
+#include "../../core/topk_format.hpp"
 #include "plain_kernels.cuh"
 #include "quant_decode.cuh"
 
@@ -42,6 +43,15 @@ __global__ void __launch_bounds__(Threads)
         if (ok(st) && p.hdr.shp != want) st = status::shape_mismatch;
         if (ok(st) && !plain_padding_zero(p)) st = status::corrupt_payload;
         if (ok(st) && blockIdx.x == 0) *reinterpret_cast<plain_payload*>(area + parsed_offset) = p;
+      } else if (h.codec == codec_id::topk || h.codec == codec_id::randk) {
+        // Checked as host::decode checks it, so a corrupt one gets the host's status; a valid
+        // one is not_supported here: decode_topk decodes it.
+        topk_payload p;
+        st = parse_topk_payload(payload, len, p);
+        if (ok(st) && p.desc.shared_mask) st = status::invalid_argument;
+        if (ok(st) && p.hdr.shp != want) st = status::shape_mismatch;
+        if (ok(st) && !topk_padding_zero(p)) st = status::corrupt_payload;
+        if (ok(st)) st = status::not_supported;
       } else {
         st = status::not_supported;
       }
