@@ -58,7 +58,7 @@ void check_matches_host(B& b, const spec& s, const std::vector<uint8_t>& in, dty
   std::vector<uint8_t> want, got;
   REQUIRE(ok(host_encode(s, in, in_t, shp, seed, want)));
   const status st = b.encode(s, in, in_t, shp, seed, got);
-  REQUIRE_MESSAGE(ok(st), to_string(st));
+  REQUIRE_MESSAGE(ok(st), st);
   const long diff = first_difference(want, got);
   REQUIRE_MESSAGE(diff < 0, "payload differs from host at byte " << diff << " of " << want.size());
   for (dtype out_t : out_types) {
@@ -69,7 +69,7 @@ void check_matches_host(B& b, const spec& s, const std::vector<uint8_t>& in, dty
       std::vector<uint8_t> d = h;
       REQUIRE(ok(host_decode(want, want.size(), out_t, shp, h, acc)));
       const status ds = b.decode(got, got.size(), out_t, shp, d, acc);
-      REQUIRE_MESSAGE(ok(ds), to_string(ds));
+      REQUIRE_MESSAGE(ok(ds), ds);
       const long dd = first_difference(h, d);
       REQUIRE_MESSAGE(dd < 0, "decoded tensor differs from host at byte " << dd);
     }
@@ -95,7 +95,7 @@ void check_rejects_like_host(B& b, const std::vector<uint8_t>& payload, size_t l
     const status hs = host_decode(payload, len, out_t, shp, h, acc);
     REQUIRE_MESSAGE(!ok(hs), "the host accepted a payload meant to be rejected");
     const status ds = b.decode(payload, len, out_t, shp, d, acc);
-    CHECK_MESSAGE(ds == hs, "host: " << to_string(hs) << ", backend: " << to_string(ds));
+    CHECK_MESSAGE(ds == hs, "host: " << hs << ", backend: " << ds);
     CHECK(h == init);
     CHECK(d == init);
   }

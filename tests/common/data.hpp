@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pipecodec/core/dtype.hpp"
+#include "print.hpp"
 
 namespace testdata {
 

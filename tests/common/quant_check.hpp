@@ -34,7 +34,7 @@ inline std::vector<uint8_t> encode(const spec& s, const std::vector<uint8_t>& in
   size_t written = 0;
   const status st =
       host::encode(s, const_tensor_view{in.data(), t, shp}, payload.data(), payload.size(), nullptr, 0, seed, &written);
-  REQUIRE_MESSAGE(ok(st), to_string(st));
+  REQUIRE_MESSAGE(ok(st), st);
   REQUIRE(written == payload.size());
   return payload;
 }
@@ -42,7 +42,7 @@ inline std::vector<uint8_t> encode(const spec& s, const std::vector<uint8_t>& in
 inline std::vector<float> decode_f32(const std::vector<uint8_t>& payload, shape shp) {
   std::vector<float> out(shp.size());
   const status st = host::decode(payload.data(), payload.size(), tensor_view{out.data(), dtype::f32, shp});
-  REQUIRE_MESSAGE(ok(st), to_string(st));
+  REQUIRE_MESSAGE(ok(st), st);
   return out;
 }
 

@@ -61,7 +61,7 @@ inline std::vector<uint8_t> encode(const spec& s, const void* in, dtype t, shape
   size_t written = 0;
   const status st = host::encode(s, const_tensor_view{in, t, shp}, payload.data(), payload.size(),
                                  ws.data(), ws.size(), seed, &written);
-  REQUIRE_MESSAGE(ok(st), to_string(st));
+  REQUIRE_MESSAGE(ok(st), st);
   REQUIRE(written == payload.size());
   return payload;
 }
@@ -69,7 +69,7 @@ inline std::vector<uint8_t> encode(const spec& s, const void* in, dtype t, shape
 inline std::vector<float> decode_f32(const std::vector<uint8_t>& payload, shape shp) {
   std::vector<float> out(shp.size(), -7.0F);
   const status st = host::decode(payload.data(), payload.size(), tensor_view{out.data(), dtype::f32, shp});
-  REQUIRE_MESSAGE(ok(st), to_string(st));
+  REQUIRE_MESSAGE(ok(st), st);
   return out;
 }
 

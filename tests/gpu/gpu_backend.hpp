@@ -15,11 +15,23 @@ namespace testg {
 
 using namespace pipecodec;
 
-// PIPECODEC_GPU_QUICK=1: a reduced suite for compute-sanitizer runs.
+// PIPECODEC_GPU_QUICK=1: a reduced suite for compute-sanitizer runs (and the ThreadSanitizer
+// build of the emulation).
 inline bool quick() {
   const char* q = std::getenv("PIPECODEC_GPU_QUICK");
   return q != nullptr && q[0] == '1';
 }
+
+// The suite runs on a GPU and, unchanged, on the CPU execution of its kernels (tests/emu),
+// where an element costs about a microsecond: sized(gpu, emulated) is a case's size in this
+// build. Emulated sizes still reach every path (tails, grid-stride wrap-around on the small
+// emulated device, the multi-block TopK select); what only GPU sizes reach is named where used.
+#if defined(PIPECODEC_EMU)
+constexpr bool emulated = true;
+#else
+constexpr bool emulated = false;
+#endif
+constexpr uint64_t sized(uint64_t gpu, uint64_t emu) { return emulated ? emu : gpu; }
 
 // Fails the current test on a CUDA runtime error.
 void check_cuda(cudaError_t e, const char* what);

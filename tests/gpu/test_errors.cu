@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "../common/backend_checks.hpp"
+#include "../common/print.hpp"
 #include "gpu_backend.hpp"
 
 using namespace pipecodec;
@@ -77,7 +78,7 @@ TEST_CASE("corrupt quantization payloads: device status equals host status, outp
       add("f16 NaN offset", [&](std::vector<uint8_t>& p) { p[scales + 2 * (groups + 1) + 1] = 0x7E; }, good.size());
     }
     for (const mutation& m : ms) {
-      CAPTURE(m.what);
+      CAPTURE_TEXT(m.what);
       testb::check_rejects_like_host(b, m.bytes, m.len, dtype::f32, shp);
     }
     // A valid payload decoded into the wrong shape.

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../common/golden_cases.hpp"
+#include "../common/print.hpp"
 #include "gpu_backend.hpp"
 
 using namespace pipecodec;
@@ -34,7 +35,7 @@ std::vector<uint8_t> base_tensor(dtype t, shape shp) {
 TEST_CASE("gpu: every golden case encodes to its golden file byte for byte") {
   testg::gpu_backend gpu;
   for (const auto& c : golden::cases()) {
-    CAPTURE(c.name);
+    CAPTURE_TEXT(c.name);
     const auto want = read_golden(c.name);
     REQUIRE(!want.empty());
     std::vector<uint8_t> got;
@@ -46,7 +47,7 @@ TEST_CASE("gpu: every golden case encodes to its golden file byte for byte") {
 TEST_CASE("gpu: every golden file decodes on the device as on the host") {
   testg::gpu_backend gpu;
   for (const auto& c : golden::cases()) {
-    CAPTURE(c.name);
+    CAPTURE_TEXT(c.name);
     const auto payload = read_golden(c.name);
     REQUIRE(!payload.empty());
     for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {

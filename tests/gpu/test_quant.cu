@@ -88,16 +88,17 @@ TEST_CASE("quant: every shape for the benchmark specs, all three dtypes") {
         }
 }
 
-TEST_CASE("quant: n = 2^24 + 7 (many groups, many tiles, 64-bit-safe indexing paths)") {
+TEST_CASE("quant: large n (2^24 + 7 on a GPU, 2^17 + 7 emulated): many groups, tiles and grid-stride rounds") {
   if (quick()) return;
   testg::gpu_backend b;
-  const shape big(uint64_t(1) << 24 | 7);
+  const uint64_t n = testg::sized(uint64_t(1) << 24 | 7, uint64_t(1) << 17 | 7);
+  const shape big(n);
   testb::check_matches_host(b, quant_spec(4, group_kind::elements, 128, scale_mode::minmax, rounding::nearest, dtype::f32),
                             dtype::f32, big, 1, {dtype::f32});
   testb::check_matches_host(b, quant_spec(3, group_kind::tensor, 0, scale_mode::absmax, rounding::stochastic, dtype::f16),
                             dtype::bf16, big, 2, {dtype::bf16});
   testb::check_matches_host(b, quant_spec(8, group_kind::row, 0, scale_mode::minmax, rounding::stochastic, dtype::f32),
-                            dtype::f16, shape(3, (uint64_t(1) << 24 | 7) / 3), 3, {dtype::f32});
+                            dtype::f16, shape(3, n / 3), 3, {dtype::f32});
 }
 
 TEST_CASE("quant: default stream, CUDA graph capture, and unaligned payload/workspace pointers") {

@@ -2,6 +2,7 @@
 // prefetch), every state dtype, random batches of repeated and new ids and a warm-up step:
 // messages byte-equal, table and rows byte-equal after every step; rejected messages leave
 // the store untouched with the host's status; the memory report.
+#include "../common/print.hpp"
 #include "pipecodec/cuda/aqsgd.cuh"
 #include "state_common.hpp"
 
@@ -57,8 +58,8 @@ TEST_CASE("CUDA AQ-SGD: host and CUDA sides stay bit-equal (device and pinned st
   for (const char* text : codecs)
     for (dtype t : dtypes)
       for (bool pinned : {false, true}) {
-        CAPTURE(text);
-        CAPTURE(to_string(t));
+        CAPTURE_TEXT(text);
+        CAPTURE_TEXT(to_string(t));
         CAPTURE(pinned);
         host::aqsgd_config c;
         c.codec = parse(text);
@@ -145,7 +146,7 @@ TEST_CASE("CUDA AQ-SGD receiver: rejected messages leave the store untouched") {
                                {"row kind", 64 + 1, 7, hl}, {"sample id", hl - 48 + 8, 0x55, hl},
                                {"delta scale", delta_off + 64, 0, hl}};
       for (const variant& v : cases) {
-        CAPTURE(v.what);
+        CAPTURE_TEXT(v.what);
         std::vector<uint8_t> bad(hm.begin(), hm.begin() + hl);
         v.apply(bad);
         const status want = hr.decode(bad.data(), v.len, ids.data());

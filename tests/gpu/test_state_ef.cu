@@ -1,6 +1,7 @@
 // CUDA classic EF against the host oracle: payload bytes and residual bytes equal after
 // every step, for fused (quantization) and non-fused (TopK, plain) codecs, every input and
 // residual dtype.
+#include "../common/print.hpp"
 #include "pipecodec/cuda/ef.cuh"
 #include "state_common.hpp"
 
@@ -14,9 +15,9 @@ TEST_CASE("CUDA EF: payloads and residuals equal the host's, step after step") {
   for (const char* text : state_specs)
     for (dtype xt : dtypes)
       for (dtype et : dtypes) {
-        CAPTURE(text);
-        CAPTURE(to_string(xt));
-        CAPTURE(to_string(et));
+        CAPTURE_TEXT(text);
+        CAPTURE_TEXT(to_string(xt));
+        CAPTURE_TEXT(to_string(et));
         const spec s = parse(text);
         host::ef_state h;
         REQUIRE(ok(h.init(s, shp, et)));

@@ -1,6 +1,7 @@
 // CUDA EF21 against the host oracle in both pairings (host sender + CUDA receiver, CUDA
 // sender + host receiver): payloads byte-equal, g bit-equal on all four sides after every
 // step, every state dtype; rejected payloads leave g untouched with the host's status.
+#include "../common/print.hpp"
 #include "pipecodec/cuda/ef21.cuh"
 #include "state_common.hpp"
 
@@ -13,8 +14,8 @@ TEST_CASE("CUDA EF21: host and CUDA sides stay bit-equal in both pairings") {
   const uint64_t n = shp.size();
   for (const char* text : state_specs)
     for (dtype gt : dtypes) {
-      CAPTURE(text);
-      CAPTURE(to_string(gt));
+      CAPTURE_TEXT(text);
+      CAPTURE_TEXT(to_string(gt));
       const spec s = parse(text);
       const dtype xt = gt == dtype::f32 ? dtype::bf16 : dtype::f32;
       host::ef21_state hs, hr;  // host sender (pairs with the CUDA receiver), host receiver
@@ -69,7 +70,7 @@ TEST_CASE("CUDA EF21 receiver: rejected payloads leave g untouched, with the hos
                            {"another codec", detail::off_codec, uint8_t(codec_id::plain), cap},
                            {"NaN scale", 64, 0, cap}, {"padded lane", cap - 1, 1, cap}};
   for (const variant& v : cases) {
-    CAPTURE(v.what);
+    CAPTURE_TEXT(v.what);
     std::vector<uint8_t> bad = p;
     v.apply(bad);
     const status want = hr.decode(bad.data(), v.len);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../common/backend_checks.hpp"
+#include "../common/print.hpp"
 #include "gpu_backend.hpp"
 #include "topk_inputs.hpp"
 
@@ -34,9 +35,13 @@ const char* const encode_specs[] = {
     "randk:ratio=0.2,scope=tensor,values=quant,bits=5",
 };
 
-// Row scope: short and long rows; tensor scope: one block (n < 2^16) and the whole grid.
-const shape encode_shapes[] = {shape(7, 3000), shape(3, 70001), shape(1, 5), shape(200000), shape(16, 16384),
-                               shape(1, 131073)};
+// Row scope: short and long rows; tensor scope: one block (n < 2^16) and the whole grid
+// (n >= 2^16; a single row of that length takes the grid path too).
+const shape gpu_shapes[] = {shape(7, 3000), shape(3, 70001), shape(1, 5), shape(200000), shape(16, 16384),
+                            shape(1, 131073)};
+const shape emulated_shapes[] = {shape(7, 3000), shape(3, 9001), shape(1, 5), shape(70001), shape(16, 1024),
+                                 shape(1, 65537)};
+const auto& encode_shapes = testg::emulated ? emulated_shapes : gpu_shapes;
 
 // Device encode == host encode; then device decode (dense, accumulate) == host decode.
 void check_case(testg::gpu_backend& b, const spec& s, shape shp, int kind, dtype t) {
@@ -44,14 +49,14 @@ void check_case(testg::gpu_backend& b, const spec& s, shape shp, int kind, dtype
   std::vector<uint8_t> want, got;
   REQUIRE(ok(testk_gpu::host_encode(s, in, t, shp, 5, want)));
   const status st = b.encode(s, in, t, shp, 5, got);
-  REQUIRE_MESSAGE(ok(st), to_string(st));
+  REQUIRE_MESSAGE(ok(st), st);
   REQUIRE_MESSAGE(testb::first_difference(got, want) == -1, "first difference at byte " << testb::first_difference(got, want));
   for (bool acc : {false, true}) {
     CAPTURE(acc);
     std::vector<uint8_t> hy = testb::accumulator(t, shp.size(), 9), dy = hy;
     REQUIRE(ok(testb::host_decode(want, want.size(), t, shp, hy, acc)));
     const status ds = b.decode_topk(got, nullptr, t, shp, dy, acc);
-    REQUIRE_MESSAGE(ok(ds), to_string(ds));
+    REQUIRE_MESSAGE(ok(ds), ds);
     REQUIRE(testb::first_difference(dy, hy) == -1);
   }
 }
@@ -61,12 +66,15 @@ void check_case(testg::gpu_backend& b, const spec& s, shape shp, int kind, dtype
 TEST_CASE("cuda topk/randk: payloads and decodes equal the host (specs x shapes x distributions x dtypes)") {
   testg::gpu_backend b;
   const bool quick = testg::quick();
+  uint64_t pick = 0;
   for (const char* text : encode_specs)
     for (const shape& shp : encode_shapes)
-      for (int kind = 0; kind < testk_gpu::kinds; ++kind)
+      for (int kind = 0; kind < testk_gpu::kinds; ++kind, ++pick)
         for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
+          // Emulated: one dtype per (spec, shape, distribution), in turn.
+          if (testg::emulated && int(t) != 1 + int(pick % 3)) continue;
           if (quick && (kind > 1 || t != dtype::f32 || shp.size() > 70000)) continue;
-          CAPTURE(text);
+          CAPTURE_TEXT(text);
           CAPTURE(shp.rows);
           CAPTURE(shp.cols);
           CAPTURE(kind);
@@ -78,14 +86,14 @@ TEST_CASE("cuda topk/randk: payloads and decodes equal the host (specs x shapes 
         }
 }
 
-TEST_CASE("cuda topk: large tensors on the whole grid (2^24 + 3, many chunks and ties)") {
+TEST_CASE("cuda topk: large tensors on the whole grid (2^24 + 3 on a GPU, 2^18 + 3 emulated; many chunks, ties)") {
   if (testg::quick()) return;
   testg::gpu_backend b;
-  const shape shp((uint64_t(1) << 24) + 3);
+  const shape shp(testg::sized(uint64_t(1) << 24, uint64_t(1) << 18) + 3);
   for (const char* text : {"topk:ratio=0.01,scope=tensor", "topk:ratio=0.1,scope=tensor,values=bf16",
                            "topk:ratio=0.001,scope=tensor,values=quant,bits=4,group=128"})
     for (int kind : {0, 2, 5}) {
-      CAPTURE(text);
+      CAPTURE_TEXT(text);
       CAPTURE(kind);
       spec s;
       REQUIRE(ok(parse_spec(text, s)));
@@ -101,7 +109,7 @@ TEST_CASE("cuda topk: default stream, graph capture, unaligned workspace") {
       b.workspace_offset = ws_off;
       for (const char* text : {"topk:ratio=0.05,scope=tensor", "topk:ratio=0.1,scope=row,values=quant,bits=4",
                                "randk:ratio=0.1,scope=tensor,seed=11"}) {
-        CAPTURE(text);
+        CAPTURE_TEXT(text);
         CAPTURE(ws_off);
         spec s;
         REQUIRE(ok(parse_spec(text, s)));
@@ -130,8 +138,8 @@ TEST_CASE("cuda topk: corrupt payloads get the host's status and leave the outpu
   const shape shp(9, 5000);
   for (const corruption& c : cases)
     for (bool acc : {false, true}) {
-      CAPTURE(c.spec);
-      CAPTURE(c.what);
+      CAPTURE_TEXT(c.spec);
+      CAPTURE_TEXT(c.what);
       CAPTURE(acc);
       spec s;
       REQUIRE(ok(parse_spec(c.spec, s)));

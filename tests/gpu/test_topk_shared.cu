@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../common/backend_checks.hpp"
+#include "../common/print.hpp"
 #include "gpu_backend.hpp"
 #include "topk_inputs.hpp"
 
@@ -49,7 +50,7 @@ TEST_CASE("cuda topk shared mask: payloads and decodes equal the host") {
     for (const shape& shp : {shape(6, 3000), shape(100000), shape(2, 70001)})
       for (dtype t : {dtype::f32, dtype::bf16}) {
         if (testg::quick() && (t != dtype::f32 || shp.size() > 20000)) continue;
-        CAPTURE(pr.values);
+        CAPTURE_TEXT(pr.values);
         CAPTURE(shp.rows);
         CAPTURE(shp.cols);
         CAPTURE(int(t));
@@ -61,13 +62,13 @@ TEST_CASE("cuda topk shared mask: payloads and decodes equal the host") {
         REQUIRE(ok(testk_gpu::host_encode(ms, fwd, t, shp, 0, mask)));
         REQUIRE(ok(testk_gpu::host_encode(vs, grad, t, shp, 7, want, &mask)));
         const status st = b.encode_shared(vs, grad, t, shp, 7, mask, got);
-        REQUIRE_MESSAGE(ok(st), to_string(st));
+        REQUIRE_MESSAGE(ok(st), st);
         REQUIRE(testb::first_difference(got, want) == -1);
         for (bool acc : {false, true}) {
           std::vector<uint8_t> hy = testb::accumulator(t, shp.size(), 3), dy = hy;
           REQUIRE(ok(host_decode_shared(want, mask, t, shp, hy, acc)));
           const status ds = b.decode_topk(got, &mask, t, shp, dy, acc);
-          REQUIRE_MESSAGE(ok(ds), to_string(ds));
+          REQUIRE_MESSAGE(ok(ds), ds);
           REQUIRE(testb::first_difference(dy, hy) == -1);
         }
       }
@@ -101,7 +102,7 @@ TEST_CASE("cuda topk shared mask: bad masks get the host's status") {
   masks.push_back({"a randk payload", {}});
   REQUIRE(ok(testk_gpu::host_encode(parsed("randk:ratio=0.1,scope=row"), x, t, shp, 0, masks.back().mask)));
   for (const bad& m : masks) {
-    CAPTURE(m.what);
+    CAPTURE_TEXT(m.what);
     std::vector<uint8_t> want, got;
     const status hs = testk_gpu::host_encode(vs, x, t, shp, 0, want, &m.mask);
     CHECK(!ok(hs));

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "../common/golden_cases.hpp"
+#include "../common/print.hpp"
 
 using namespace pipecodec;
 
@@ -103,7 +104,7 @@ TEST_CASE("golden payloads are reproduced byte for byte and decode to the record
   REQUIRE_MESSAGE(!manifest.empty(), "no manifest in " << dir << " (set PIPECODEC_GOLDEN_DIR)");
   std::set<std::string> names;
   for (const auto& c : golden::cases()) {
-    CAPTURE(c.name);
+    CAPTURE_TEXT(c.name);
     REQUIRE_MESSAGE(names.insert(c.name).second, "duplicate case name");
     const auto file = read_file(dir + "/" + c.name + ".bin");
     REQUIRE_MESSAGE(!file.empty(), "missing " << c.name << ".bin: regenerate (see golden_cases.hpp)");

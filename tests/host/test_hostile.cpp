@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "../common/hostile.hpp"
+#include "../common/print.hpp"
 
 using namespace pipecodec;
 using hostile::case_of;
@@ -38,7 +39,7 @@ void expect_rejected(const std::vector<uint8_t>& p, shape shp, status want) {
   for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
     for (bool acc : {false, true}) {
       const decode_result r = decode_sentinel(p.data(), p.size(), shp, t, acc);
-      CHECK_MESSAGE(r.st == want, "got " << to_string(r.st) << ", want " << to_string(want));
+      CHECK_MESSAGE(r.st == want, "got " << r.st << ", want " << want);
       CHECK(r.untouched);
     }
   }
@@ -53,7 +54,7 @@ std::vector<uint8_t> with(std::vector<uint8_t> p, const std::function<void(uint8
 
 TEST_CASE("every truncation of every golden payload is 'truncated' and leaves the output untouched") {
   for (const auto& c : golden::cases()) {
-    CAPTURE(c.name);
+    CAPTURE_TEXT(c.name);
     const auto full = golden::encode(c);
     REQUIRE(!full.empty());
     for (size_t len = 0; len < full.size(); ++len) {
@@ -74,7 +75,7 @@ TEST_CASE("every truncation of every golden payload is 'truncated' and leaves th
 TEST_CASE("every single-byte change of every golden payload decodes or is rejected cleanly") {
   size_t rejected = 0, accepted = 0;
   for (const auto& c : golden::cases()) {
-    CAPTURE(c.name);
+    CAPTURE_TEXT(c.name);
     const auto good = golden::encode(c);
     REQUIRE(!good.empty());
     const bool is_quant = golden::spec_of(c).codec == codec_id::quant;
@@ -114,7 +115,7 @@ TEST_CASE("every single-byte change of every golden payload decodes or is reject
 
 TEST_CASE("header fields: each bad value gives its specific status") {
   for (const char* name : {quant_f32, quant_f16, plain_2d}) {
-    CAPTURE(name);
+    CAPTURE_TEXT(name);
     const auto p = payload_of(name);
     const shape shp = case_of(name).shp;
     using namespace detail;

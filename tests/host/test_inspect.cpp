@@ -17,7 +17,7 @@ std::vector<uint8_t> encode_with(const spec& s, const std::vector<float>& x, sha
   size_t written = 0;
   const status st = host::encode(s, const_tensor_view{x.data(), dtype::f32, shp}, payload.data(), payload.size(),
                                  ws.data(), ws.size(), seed, &written);
-  REQUIRE_MESSAGE(ok(st), to_string(st));
+  REQUIRE_MESSAGE(ok(st), st);
   payload.resize(written);
   return payload;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "../common/hostile.hpp"
+#include "../common/print.hpp"
 
 using namespace pipecodec;
 using hostile::payload_of;
@@ -94,7 +95,7 @@ TEST_CASE("extreme values: every quant spec decodes hostile inputs to finite val
         for (const char* rnd : {",round=nearest", ",round=stochastic"}) {
           for (const char* g : {",group=32", ",group=row"}) {
             const std::string text = "quant:bits=" + std::to_string(bits) + g + rest + sd + rnd;
-            CAPTURE(text);
+            CAPTURE_TEXT(text);
             spec s;
             REQUIRE(ok(parse_spec(text, s)));
             for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {

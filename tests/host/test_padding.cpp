@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "../common/hostile.hpp"
+#include "../common/print.hpp"
 #include "../common/topk_check.hpp"
 
 using namespace pipecodec;
@@ -112,7 +113,7 @@ std::vector<uint8_t> with_ids(std::vector<uint8_t> p, uint64_t rows) {
 TEST_CASE("quant and plain: non-zero section padding or padded lanes are corrupt_payload") {
   uint64_t bytes = 0, lanes = 0;
   for (const auto& c : golden::cases()) {
-    CAPTURE(c.name);
+    CAPTURE_TEXT(c.name);
     for (bool ids : {false, true}) {
       CAPTURE(ids);
       auto good = golden::encode(c);
@@ -148,7 +149,7 @@ TEST_CASE("topk and randk: non-zero padding is corrupt_payload") {
        {"topk:k=21,scope=row,index=u32", "topk:k=21,scope=row,index=u16,values=fp16",
         "topk:k=21,scope=tensor,index=bitmap,values=bf16", "randk:k=21,scope=row",
         "topk:k=21,scope=row,index=u16,values=quant,bits=4", "randk:k=37,scope=tensor,values=quant,bits=3,group=row"}) {
-    CAPTURE(text);
+    CAPTURE_TEXT(text);
     spec s;
     REQUIRE(ok(parse_spec(text, s)));
     for (bool ids : {false, true}) {

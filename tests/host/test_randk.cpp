@@ -3,6 +3,7 @@
 
 #include <numeric>
 
+#include "../common/print.hpp"
 #include "../common/topk_check.hpp"
 
 using namespace pipecodec;
@@ -25,7 +26,7 @@ TEST_CASE("randk keeps exactly k per unit, the k smallest hash words, reproducib
   const auto x = testdata::uniform(shp.size(), 3);  // no zeros in practice; checked below
   for (size_t i = 0; i < x.size(); ++i) REQUIRE(x[i] != 0.0F);
   for (const char* text : {"randk:k=37,scope=row,seed=11", "randk:ratio=0.05,scope=tensor,seed=11"}) {
-    CAPTURE(text);
+    CAPTURE_TEXT(text);
     spec s;
     REQUIRE(ok(parse_spec(text, s)));
     const bool row = s.topk.scope == topk_scope::row;

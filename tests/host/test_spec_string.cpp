@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "../common/print.hpp"
 #include "pipecodec/policy/spec_string.hpp"
 
 using namespace pipecodec;
@@ -29,7 +30,7 @@ TEST_CASE("quant spec: defaults, every key, canonical round trip") {
                            "topk:ratio=0.1,scope=row,index=auto,values=fp16",
                            "topk:k=17,index=bitmap,values=quant,bits=4,group=32,mask=shared",
                            "randk:ratio=0.123456789,seed=7,unbiased=1"}) {
-    CAPTURE(text);
+    CAPTURE_TEXT(text);
     spec a, b;
     REQUIRE(ok(parse_spec(text, a)));
     const std::string canon = to_string(a);

@@ -2,6 +2,7 @@
 // and unseen samples, convergence of m to fixed activations, capacity, and hostile messages.
 #include <algorithm>
 
+#include "../common/print.hpp"
 #include "../common/state_check.hpp"
 
 using namespace pipecodec;
@@ -39,7 +40,7 @@ TEST_CASE("AQ-SGD: sender and receiver stores stay bit-identical (mixed batches,
   for (int ci = 0; ci < 3; ++ci) {
     for (dtype st_t : all_dtypes) {
       CAPTURE(codecs[ci]);
-      CAPTURE(storage_name(st_t));
+      CAPTURE_TEXT(storage_name(st_t));
       const uint64_t cols = 1 + testdata::splitmix(rng) % 200, max_rows = 9;
       const auto c = store_config(codecs[ci], cols, st_t, 48, warms[ci]);
       pair_of_sides p(c, max_rows);
@@ -78,7 +79,7 @@ TEST_CASE("AQ-SGD: sender and receiver stores stay bit-identical (mixed batches,
 
 TEST_CASE("AQ-SGD: with fixed activations m(xi) converges to a(xi)") {
   for (dtype st_t : all_dtypes) {
-    CAPTURE(storage_name(st_t));
+    CAPTURE_TEXT(storage_name(st_t));
     const uint64_t cols = 256, samples = 12;
     const auto c = store_config("quant:bits=2,group=row", cols, st_t, 16, "quant:bits=4,group=row");
     pair_of_sides p(c, samples);
@@ -239,7 +240,7 @@ TEST_CASE("sample-id section: appended to quant and plain payloads, decoders una
   const auto x = make_step(shp.size(), 8, dtype::f32);
   const uint64_t ids[5] = {1, ~uint64_t(0), 0, 42, 0x0123456789ABCDEFull};
   for (const char* text : {"quant:bits=3,group=row", "plain:dtype=fp16"}) {
-    CAPTURE(text);
+    CAPTURE_TEXT(text);
     const spec s = parse(text);
     const size_t base = encoded_bytes(s, shp);
     std::vector<uint8_t> p(base + 48, 0xEE);

@@ -2,6 +2,7 @@
 // sides bit-identical, and corrupted checkpoints rejected with the target untouched.
 #include <cstdio>
 
+#include "../common/print.hpp"
 #include "../common/state_check.hpp"
 #include "pipecodec/host/checkpoint.hpp"
 
@@ -14,7 +15,7 @@ std::vector<uint8_t> save(checkpoint_kind k, const_tensor_view v) {
   std::vector<uint8_t> buf(host::checkpoint_bytes(v));
   host::memory_sink sink{buf.data(), buf.size()};
   const status st = host::save_checkpoint(k, v, sink);
-  REQUIRE_MESSAGE(ok(st), to_string(st));
+  REQUIRE_MESSAGE(ok(st), st);
   REQUIRE(sink.used == buf.size());
   return buf;
 }
@@ -87,7 +88,7 @@ TEST_CASE("checkpoint: EF21 state round trip keeps both sides bit-identical") {
 
 TEST_CASE("checkpoint: AQ-SGD store round trip (ids, table, rows), through a file too") {
   for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
-    CAPTURE(storage_name(t));
+    CAPTURE_TEXT(storage_name(t));
     const auto c = checkpoint_config(t, 32);
     host::aqsgd_state tx, rx, restored, bigger;
     REQUIRE(ok(tx.init(c, 5)));

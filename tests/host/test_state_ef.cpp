@@ -1,5 +1,6 @@
 // Classic error feedback and EF21: bitwise sender/receiver equality, EF telescoping, and
 // rejected payloads leaving state untouched.
+#include "../common/print.hpp"
 #include "../common/state_check.hpp"
 
 using namespace pipecodec;
@@ -16,8 +17,8 @@ TEST_CASE("EF21: sender and receiver state stay bit-identical (every storage dty
   uint64_t rng = 7;
   for (const char* text : specs) {
     for (dtype st_t : all_dtypes) {
-      CAPTURE(text);
-      CAPTURE(storage_name(st_t));
+      CAPTURE_TEXT(text);
+      CAPTURE_TEXT(storage_name(st_t));
       const spec s = parse(text);
       const shape shp(3 + testdata::splitmix(rng) % 5, 1 + testdata::splitmix(rng) % 300);
       host::ef21_state tx, rx;
@@ -42,7 +43,7 @@ TEST_CASE("EF21: sender and receiver state stay bit-identical (every storage dty
 
 TEST_CASE("EF21: with a fixed input, g converges to x") {
   for (dtype st_t : all_dtypes) {
-    CAPTURE(storage_name(st_t));
+    CAPTURE_TEXT(storage_name(st_t));
     const shape shp(4, 256);
     host::ef21_state tx;
     REQUIRE(ok(tx.init(parse("quant:bits=2,group=row"), shp, st_t)));
@@ -63,8 +64,8 @@ TEST_CASE("EF: sum of decoded payloads + final residual = sum of inputs, within 
   uint64_t rng = 99;
   for (const char* text : specs) {
     for (dtype st_t : all_dtypes) {
-      CAPTURE(text);
-      CAPTURE(storage_name(st_t));
+      CAPTURE_TEXT(text);
+      CAPTURE_TEXT(storage_name(st_t));
       const spec s = parse(text);
       const shape shp(2, 1 + testdata::splitmix(rng) % 500);
       const uint64_t n = shp.size();

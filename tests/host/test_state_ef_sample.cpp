@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "../common/print.hpp"
 #include "../common/state_check.hpp"
 #include "pipecodec/host/checkpoint.hpp"
 #include "pipecodec/host/ef_sample.hpp"
@@ -38,8 +39,8 @@ TEST_CASE("per-sample EF: for every sample, sum of decoded rows + final e = sum 
   uint64_t rng = 41;
   for (const char* text : specs) {
     for (dtype st_t : all_dtypes) {
-      CAPTURE(text);
-      CAPTURE(storage_name(st_t));
+      CAPTURE_TEXT(text);
+      CAPTURE_TEXT(storage_name(st_t));
       const uint64_t cols = 1 + testdata::splitmix(rng) % 150, pool = 10, max_rows = 6;
       host::ef_sample_state ef;
       REQUIRE(ok(ef.init(store_config(text, cols, st_t, pool), max_rows)));
@@ -98,7 +99,7 @@ TEST_CASE("per-sample EF: for every sample, sum of decoded rows + final e = sum 
 
 TEST_CASE("per-sample EF equals the per-row residual when every row keeps its sample") {
   for (dtype st_t : all_dtypes) {
-    CAPTURE(storage_name(st_t));
+    CAPTURE_TEXT(storage_name(st_t));
     const shape shp(5, 96);
     const char* text = "topk:ratio=0.1,scope=row";
     host::ef_state row;

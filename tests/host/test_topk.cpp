@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "../common/print.hpp"
 #include "../common/topk_check.hpp"
 
 using namespace pipecodec;
@@ -236,7 +237,7 @@ TEST_CASE("spec strings for topk and randk round-trip and encode") {
   for (const char* text : {"topk:ratio=0.1,scope=row,index=auto,values=fp16", "topk:k=3,index=bitmap,values=quant,bits=4,group=row",
                            "randk:ratio=0.1,seed=7", "randk:k=5,scope=row,unbiased=1,values=bf16",
                            "topk:ratio=0.2,scope=row,values=fp32,mask=shared"}) {
-    CAPTURE(text);
+    CAPTURE_TEXT(text);
     spec s;
     REQUIRE(ok(parse_spec(text, s)));
     spec back;

@@ -2,6 +2,7 @@
 // the output untouched (dense and accumulating decode alike).
 #include <doctest/doctest.h>
 
+#include "../common/print.hpp"
 #include "../common/topk_check.hpp"
 
 using namespace pipecodec;
@@ -31,7 +32,7 @@ void expect_rejected(const std::vector<uint8_t>& p, status want, size_t len = ~s
     std::vector<float> out(kShape.size(), 4.5F);
     const tensor_view v{out.data(), dtype::f32, kShape};
     const status got = acc ? host::decode_accumulate(p.data(), len, v) : host::decode(p.data(), len, v);
-    CHECK_MESSAGE(got == want, std::string(to_string(got)));
+    CHECK_MESSAGE(got == want, got);
     CHECK(std::all_of(out.begin(), out.end(), [](float f) { return f == 4.5F; }));
   }
 }
@@ -41,7 +42,7 @@ void expect_rejected(const std::vector<uint8_t>& p, status want, size_t len = ~s
 TEST_CASE("index sections: out of range, unsorted, duplicate") {
   for (const char* text : {"topk:k=20,scope=row,index=u32", "topk:k=20,scope=row,index=u16",
                            "topk:k=20,scope=tensor,index=u32"}) {
-    CAPTURE(text);
+    CAPTURE_TEXT(text);
     const auto good = make(text);
     const auto tp = parsed(good);
     const bool u32 = tp.desc.index == index_layout::u32;
@@ -71,7 +72,7 @@ TEST_CASE("index sections: out of range, unsorted, duplicate") {
 
 TEST_CASE("bitmap: popcount per unit must equal k, nothing set beyond n") {
   for (const char* text : {"topk:k=40,scope=row,index=bitmap", "topk:k=100,scope=tensor,index=bitmap"}) {
-    CAPTURE(text);
+    CAPTURE_TEXT(text);
     const auto good = make(text);
     const auto tp = parsed(good);
     uint8_t* bm0 = nullptr;

@@ -73,11 +73,11 @@ void execute(operation& o) {
   san::acquire(&o.enqueued);
   for (const op_ptr& d : o.deps) san::acquire(&d->finished);
   run_steps(o);
+  o.deps.clear();  // in the stream's context, which happens after everything they did
   san::release(&o.finished);
   san::switch_context(host);
   o.finished_ms = now_ms();
   o.done = true;
-  o.deps.clear();
 }
 
 void force(const op_ptr& target) {
@@ -140,7 +140,13 @@ cudaError_t enqueue(stream* s, std::vector<step> steps, op_ptr* out, op_ptr extr
         b->capture_invalid = true;
         return fail(cudaErrorStreamCaptureImplicit);
       }
-  auto o = std::make_shared<operation>();
+  // Its kernels' parameters are freed with it, by whichever context drops it last: not an
+  // access of the program's.
+  op_ptr o(new operation, [](operation* p) {
+    san::ignore_begin();
+    delete p;
+    san::ignore_end();
+  });
   o->steps = std::move(steps);
   o->owner = s;
   if (s->last) o->deps.push_back(s->last);

@@ -4,6 +4,8 @@
 // (kernel start and end, barriers, stream and event order); this file is compiled without
 // TSan instrumentation, so the emulator's bookkeeping is invisible to it. AddressSanitizer:
 // the fiber stack switches, and stacks reused from a pool.
+#include <atomic>
+
 #include "internal.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -43,10 +45,16 @@ void* factory() {
 
 void* new_context(const char* name) {
   if (!tsan()) return nullptr;
+  // One host thread at a time in the factory (a context runs on one thread); this lock is
+  // invisible to TSan (this file is not instrumented), so it orders nothing for it.
+  static std::atomic_flag busy = ATOMIC_FLAG_INIT;
+  while (busy.test_and_set(std::memory_order_acquire)) {
+  }
   void* self = __tsan_get_current_fiber();
   __tsan_switch_to_fiber(factory(), no_sync);
   void* ctx = __tsan_create_fiber(0);
   __tsan_switch_to_fiber(self, no_sync);
+  busy.clear(std::memory_order_release);
   __tsan_set_fiber_name(ctx, name);
   return ctx;
 }

@@ -23,8 +23,6 @@
 
 namespace pipecodec_emu::detail {
 
-__thread coords tl_coords;
-
 namespace {
 
 namespace bctx = boost::context;
@@ -48,6 +46,7 @@ enum class waits : uint8_t { none, barrier, warp };
 
 struct emu_thread {
   bctx::fiber fiber;
+  coords at{};
   uint3 idx{};
   uint32_t linear = 0;
   bool started = false, done = false;
@@ -87,6 +86,7 @@ struct block_run {
   std::vector<uint64_t> runnable;  // bit per thread
   std::vector<pending_collective> warps;  // max_warp_collectives per warp
   std::vector<uint32_t> warp_gen;
+  std::vector<uint32_t> exited, blocked;  // per warp: lanes that have exited / wait somewhere
   uint32_t bar_arrived = 0, bar_gen = 0;
   const char* bar_file = nullptr;
   int bar_line = 0;
@@ -216,12 +216,23 @@ void yield(block_run& b, emu_thread& t) {
 char* barrier_sync(block_run& b, uint32_t gen) { return b.sync + (gen & 1); }
 char* warp_sync(block_run& b, uint32_t warp, uint32_t gen) { return b.sync + 2 + 2 * warp + (gen & 1); }
 
+void set_waiting(block_run& b, emu_thread& t, waits w, const char* what, const char* file, int line) {
+  t.wait = w;
+  t.what = what;
+  t.file = file;
+  t.line = line;
+  b.blocked[t.linear / 32] |= 1u << (t.linear % 32);
+}
+
+void wake(block_run& b, emu_thread& t) {
+  t.wait = waits::none;
+  b.blocked[t.linear / 32] &= ~(1u << (t.linear % 32));
+  set_runnable(b, t);
+}
+
 void complete_barrier(block_run& b) {
   for (emu_thread& u : b.threads)
-    if (u.wait == waits::barrier) {
-      u.wait = waits::none;
-      set_runnable(b, u);
-    }
+    if (u.wait == waits::barrier) wake(b, u);
   b.bar_arrived = 0;
   ++b.bar_gen;
 }
@@ -253,6 +264,7 @@ void thread_exit(block_run& b, emu_thread& t) {
            "lane %u exited while lanes 0x%08x wait in %s (mask 0x%08x), which names it", lane, p->arrived,
            collective_name(p->kind), p->mask);
   t.done = true;
+  b.exited[warp] |= 1u << lane;
   --b.live;
   if (b.bar_arrived > 0 && b.bar_arrived == b.live) complete_barrier(b);
 }
@@ -296,22 +308,31 @@ void start_thread(block_run& b, emu_thread& t) {
 }
 
 void run_block(block_run& b, const kernel_launch& k, uint32_t linear_block, void* sync_start, void* sync_done) {
+  // The containers are reused from earlier blocks, whose threads read them: their resizing is
+  // the emulator's, not an access of the program's.
+  san::ignore_begin();
   b.k = &k;
   b.idx = uint3{linear_block % k.grid.x, linear_block / k.grid.x % k.grid.y, linear_block / (k.grid.x * k.grid.y)};
   b.nthreads = k.block.x * k.block.y * k.block.z;
   b.nwarps = (b.nthreads + 31) / 32;
   b.live = b.nthreads;
-  b.threads.clear();
-  b.threads.resize(b.nthreads);
+  if (b.threads.size() != b.nthreads) b.threads.resize(b.nthreads);  // a finished thread's fiber is empty
   for (uint32_t i = 0; i < b.nthreads; ++i) {
     emu_thread& t = b.threads[i];
     t.linear = i;
     t.idx = uint3{i % k.block.x, i / k.block.x % k.block.y, i / (k.block.x * k.block.y)};
+    t.at = coords{t.idx, b.idx, k.block, k.grid};
+    t.started = t.done = false;
+    t.wait = waits::none;
+    t.tsan = nullptr;
   }
   b.runnable.assign((b.nthreads + 63) / 64, 0);
   for (emu_thread& t : b.threads) set_runnable(b, t);
-  b.warps.assign(size_t(b.nwarps) * max_warp_collectives, pending_collective{});
+  b.warps.resize(size_t(b.nwarps) * max_warp_collectives);
+  for (pending_collective& p : b.warps) p.active = false;
   b.warp_gen.assign(b.nwarps, 0);
+  b.exited.assign(b.nwarps, 0);
+  b.blocked.assign(b.nwarps, 0);
   b.bar_arrived = 0;
   b.bar_gen = 0;
   b.shared.clear();
@@ -321,7 +342,6 @@ void run_block(block_run& b, const kernel_launch& k, uint32_t linear_block, void
   b.sync_done = sync_done;
   b.sched_tsan = san::current_context();
   b.rng = config().seed ^ (uint64_t(linear_block) * 0x9E3779B97F4A7C15ull) ^ reinterpret_cast<uintptr_t>(k.entry);
-  san::ignore_begin();
   b.sync = static_cast<char*>(std::malloc(2 + 2 * size_t(b.nwarps)));
   b.dynamic = nullptr;
   if (k.dynamic_shared > 0) {
@@ -329,9 +349,6 @@ void run_block(block_run& b, const kernel_launch& k, uint32_t linear_block, void
     std::memset(b.dynamic, config().poison, k.dynamic_shared);
   }
   san::ignore_end();
-  tl_coords.block = b.idx;
-  tl_coords.block_dim = k.block;
-  tl_coords.grid_dim = k.grid;
   tl_run = &b;
   for (;;) {
     emu_thread* t = pick(b);
@@ -340,7 +357,6 @@ void run_block(block_run& b, const kernel_launch& k, uint32_t linear_block, void
       deadlock(b);
     }
     b.cur = t;
-    tl_coords.thread = t->idx;
     if (!t->started) start_thread(b, *t);
     san::switch_context(t->tsan);
     san::start_switch(&b.sched_fake_stack, t->stack_bottom, t->stack_size);
@@ -470,10 +486,7 @@ void syncthreads(const char* file, int line) {
     complete_barrier(b);
     set_runnable(b, t);
   } else {
-    t.wait = waits::barrier;
-    t.what = "__syncthreads";
-    t.file = file;
-    t.line = line;
+    set_waiting(b, t, waits::barrier, "__syncthreads", file, line);
   }
   yield(b, t);
   san::acquire(barrier_sync(b, t.barrier_gen));
@@ -481,39 +494,50 @@ void syncthreads(const char* file, int line) {
 
 namespace {
 
-// Lane `lane`'s result of a completed collective.
-uint64_t collective_result(const pending_collective& p, uint32_t lane) {
+// Lane `lane`'s result of a completed shuffle.
+uint64_t shuffle_result(const pending_collective& p, uint32_t lane) {
   const uint32_t w = uint32_t(p.width), seg = lane & ~(w - 1), pos = lane & (w - 1);
+  const uint32_t d = uint32_t(p.param[lane]);
   int64_t src = -1;  // -1: the lane's own value
   switch (p.kind) {
-    case collective::ballot:
-    case collective::any:
-    case collective::all: {
-      uint32_t bits = 0;
-      for (uint32_t j = 0; j < 32; ++j)
-        if ((p.mask >> j & 1u) && p.value[j]) bits |= 1u << j;
-      if (p.kind == collective::ballot) return bits;
-      return p.kind == collective::any ? bits != 0 : bits == p.mask;
-    }
-    case collective::syncwarp: return 0;
-    case collective::shfl: src = seg + (uint32_t(p.param[lane]) & (w - 1)); break;
+    case collective::shfl: src = seg + (d & (w - 1)); break;
     case collective::shfl_up:
-      if (pos >= uint32_t(p.param[lane])) src = lane - uint32_t(p.param[lane]);
+      if (pos >= d) src = lane - d;
       break;
     case collective::shfl_down:
-      if (pos + uint32_t(p.param[lane]) < w) src = lane + uint32_t(p.param[lane]);
+      if (pos + d < w) src = lane + d;
       break;
-    case collective::shfl_xor: {
-      const uint32_t s = lane ^ uint32_t(p.param[lane]);
-      if (s < seg + w && s < 32) src = s;
+    case collective::shfl_xor:
+      if ((lane ^ d) < seg + w && (lane ^ d) < 32) src = lane ^ d;
       break;
-    }
+    default: break;
   }
   if (src < 0) return p.value[lane];
   if (!(p.mask >> src & 1u))
     faultf("warp collective", p.file, p.line, "lane %u reads lane %lld in %s, which its mask 0x%08x does not name",
            lane, static_cast<long long>(src), collective_name(p.kind), p.mask);
   return p.value[src];
+}
+
+// Every named lane's result, written only after all were read.
+void complete_collective(block_run& b, uint32_t warp, pending_collective& p) {
+  uint32_t votes = 0;
+  for (uint32_t bits = p.mask; bits != 0; bits &= bits - 1)
+    if (p.value[__builtin_ctz(bits)] != 0) votes |= 1u << __builtin_ctz(bits);
+  for (uint32_t bits = p.mask; bits != 0; bits &= bits - 1) {
+    const uint32_t j = uint32_t(__builtin_ctz(bits));
+    emu_thread& u = b.threads[warp * 32 + j];
+    switch (p.kind) {
+      case collective::ballot: u.result = votes; break;
+      case collective::any: u.result = votes != 0; break;
+      case collective::all: u.result = votes == p.mask; break;
+      case collective::syncwarp: u.result = 0; break;
+      default: u.result = shuffle_result(p, j);
+    }
+    wake(b, u);
+  }
+  p.active = false;
+  ++b.warp_gen[warp];
 }
 
 }  // namespace
@@ -535,9 +559,9 @@ uint64_t warp_collective(collective kind, uint32_t mask, uint64_t value, int par
   if (lanes < 32 && (mask >> lanes) != 0)
     faultf("warp collective", file, line, "%s mask 0x%08x names lanes the block does not have (warp of %u lanes)",
            name, mask, lanes);
-  for (uint32_t j = 0; j < lanes; ++j)
-    if ((mask >> j & 1u) && b.threads[warp * 32 + j].done)
-      faultf("warp collective", file, line, "%s mask 0x%08x names lane %u, which has exited", name, mask, j);
+  if (const uint32_t gone = mask & b.exited[warp])
+    faultf("warp collective", file, line, "%s mask 0x%08x names lane %d, which has exited", name, mask,
+           __builtin_ctz(gone));
   pending_collective* slots = &b.warps[size_t(warp) * max_warp_collectives];
   pending_collective* p = nullptr;
   for (int i = 0; i < max_warp_collectives; ++i)
@@ -548,11 +572,10 @@ uint64_t warp_collective(collective kind, uint32_t mask, uint64_t value, int par
              "lane %u reached %s (mask 0x%08x) while lanes 0x%08x wait in %s at %s:%d (mask 0x%08x)", lane, name,
              mask, p->arrived, collective_name(p->kind), p->file, p->line, p->mask);
   } else {
-    for (uint32_t j = 0; j < lanes; ++j) {
-      const emu_thread& u = b.threads[warp * 32 + j];
-      if ((mask >> j & 1u) && j != lane && u.wait != waits::none)
-        faultf("warp divergence", file, line, "lane %u reached %s (mask 0x%08x) while lane %u waits in %s at %s:%d",
-               lane, name, mask, j, u.what, u.file, u.line);
+    if (const uint32_t elsewhere = mask & b.blocked[warp]) {
+      const emu_thread& u = b.threads[warp * 32 + uint32_t(__builtin_ctz(elsewhere))];
+      faultf("warp divergence", file, line, "lane %u reached %s (mask 0x%08x) while lane %u waits in %s at %s:%d", lane,
+             name, mask, u.linear % 32, u.what, u.file, u.line);
     }
     for (int i = 0; i < max_warp_collectives && p == nullptr; ++i)
       if (!slots[i].active) p = &slots[i];
@@ -572,20 +595,9 @@ uint64_t warp_collective(collective kind, uint32_t mask, uint64_t value, int par
   t.warp_gen = b.warp_gen[warp];
   if (fence) san::release(warp_sync(b, warp, t.warp_gen));
   if (p->arrived == p->mask) {
-    for (uint32_t j = 0; j < 32; ++j) {
-      if (!(mask >> j & 1u)) continue;
-      emu_thread& u = b.threads[warp * 32 + j];
-      u.result = collective_result(*p, j);
-      u.wait = waits::none;
-      set_runnable(b, u);
-    }
-    p->active = false;
-    ++b.warp_gen[warp];
+    complete_collective(b, warp, *p);
   } else {
-    t.wait = waits::warp;
-    t.what = name;
-    t.file = file;
-    t.line = line;
+    set_waiting(b, t, waits::warp, name, file, line);
   }
   yield(b, t);
   if (fence) san::acquire(warp_sync(b, warp, t.warp_gen));
@@ -616,6 +628,12 @@ void* block_shared(const shared_site& site) {
   san::ignore_end();
   if (p == nullptr) fault("shared memory", site.file, site.line, "out of host memory");
   return p;
+}
+
+const coords& current_coords() {
+  const block_run* b = tl_run;
+  if (b == nullptr || b->cur == nullptr) fault("threadIdx/blockIdx", nullptr, 0, "read outside a kernel");
+  return b->cur->at;
 }
 
 void* dynamic_shared() {

@@ -23,11 +23,13 @@ constexpr int warpSize = 32;
 
 namespace pipecodec_emu::detail {
 
-// Coordinates of the emulated thread running on this OS thread (set at each fiber switch).
+// Coordinates of the calling emulated thread. Constant for the thread's lifetime, and read
+// through the (uninstrumented) runtime rather than a thread-local variable, which the host
+// threads that run blocks would share with ThreadSanitizer's view of their TLS.
 struct coords {
   uint3 thread, block, block_dim, grid_dim;
 };
-extern __thread coords tl_coords;
+__attribute__((const)) const coords& current_coords();
 
 enum class collective : uint8_t { shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all, syncwarp };
 
@@ -55,10 +57,10 @@ T from_bits(uint64_t b) {
 
 }  // namespace pipecodec_emu::detail
 
-#define threadIdx (::pipecodec_emu::detail::tl_coords.thread)
-#define blockIdx (::pipecodec_emu::detail::tl_coords.block)
-#define blockDim (static_cast<const uint3&>(::pipecodec_emu::detail::tl_coords.block_dim))
-#define gridDim (static_cast<const uint3&>(::pipecodec_emu::detail::tl_coords.grid_dim))
+#define threadIdx (::pipecodec_emu::detail::current_coords().thread)
+#define blockIdx (::pipecodec_emu::detail::current_coords().block)
+#define blockDim (::pipecodec_emu::detail::current_coords().block_dim)
+#define gridDim (::pipecodec_emu::detail::current_coords().grid_dim)
 
 inline void __syncthreads(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   ::pipecodec_emu::detail::syncthreads(file, line);
