@@ -84,3 +84,46 @@ TEST_CASE("CUDA EF21 receiver: rejected payloads leave g untouched, with the hos
   }
 }
 
+
+// Buffers a step writes may not overlap any other of its buffers, on either backend: x and
+// the workspace scratch (EF, EF21 senders), g or out and the workspace (EF21 receiver).
+TEST_CASE("CUDA EF and EF21 reject overlapping buffers as the host does") {
+  const shape shp(4, 256);
+  const uint64_t n = shp.size();
+  const spec s = tstate::parse("topk:ratio=0.25,scope=row");  // non-fused: uses the fp32 scratch
+  const size_t cap = encoded_bytes(s, shp), wsb = pipecodec::cuda::ef_workspace_bytes(s, shp);
+  const size_t cap16 = detail::align16(cap), ws16 = detail::align16(wsb);
+  dmem dev(4 * n + cap16 + ws16 + 4 * n);  // one allocation the cases carve overlapping views from
+  std::vector<float> host(dev.n / 4);
+  for (bool on_device : {false, true}) {
+    CAPTURE(on_device);
+    uint8_t* base = on_device ? static_cast<uint8_t*>(dev.p) : reinterpret_cast<uint8_t*>(host.data());
+    uint8_t* state = base;                  // n fp32
+    uint8_t* payload = state + 4 * n;       // cap
+    uint8_t* ws = payload + cap16;          // wsb
+    uint8_t* other = ws + ws16;             // n fp32
+    const tensor_view g{state, dtype::f32, shp};
+    // x inside the workspace: read back after the scratch is written.
+    const const_tensor_view x_in_ws(ws, dtype::f32, shp), x(other, dtype::f32, shp);
+    auto ef = [&](const_tensor_view in) {
+      return on_device ? pipecodec::cuda::ef_encode(s, in, g, payload, cap, ws, wsb, 0, nullptr)
+                       : host::ef_encode(s, in, g, payload, cap, ws, wsb, 0);
+    };
+    auto ef21 = [&](const_tensor_view in) {
+      return on_device ? pipecodec::cuda::ef21_encode(s, in, g, payload, cap, ws, wsb, 0, nullptr)
+                       : host::ef21_encode(s, in, g, payload, cap, ws, wsb, 0);
+    };
+    CHECK(ef(x_in_ws) == status::aliasing);
+    CHECK(ef21(x_in_ws) == status::aliasing);
+    CHECK(ok(ef(x)));
+    // Receiver: out or g inside the workspace, out on g.
+    auto recv = [&](tensor_view gv, tensor_view out) {
+      return on_device ? pipecodec::cuda::ef21_decode(s.codec, payload, cap, gv, out, ws, wsb, nullptr)
+                       : host::ef21_decode(s.codec, payload, cap, gv, out, ws, wsb);
+    };
+    CHECK(recv(g, tensor_view{ws, dtype::f32, shp}) == status::aliasing);
+    CHECK(recv(tensor_view{ws, dtype::f32, shp}, {}) == status::aliasing);
+    CHECK(recv(g, tensor_view{state + 4, dtype::f32, shp}) == status::aliasing);
+  }
+  testg::check_cuda(cudaDeviceSynchronize(), "sync");
+}

@@ -101,6 +101,42 @@ TEST_CASE("cuda topk: large tensors on the whole grid (2^24 + 3 on a GPU, 2^18 +
     }
 }
 
+// The case a PTX simulator once failed (wrong ranks after block_compact_range): it ran
+// shfl.sync lane by lane, so CUB's in-place 64-bit warp scan read neighbours' new values.
+// The emulator reads every source lane before any lane writes, as the hardware does.
+TEST_CASE("cuda topk: bitmap positions of 9 rows of 5000 (ranks from the block scan)") {
+  testg::gpu_backend b;
+  spec s;
+  REQUIRE(ok(parse_spec("topk:ratio=0.1,scope=row,index=bitmap", s)));
+  for (int kind : {0, 5}) {
+    CAPTURE(kind);
+    check_case(b, s, shape(9, 5000), kind, dtype::f32);
+  }
+}
+
+// A payload may sit anywhere (e.g. packed after another in one send buffer), as on the host:
+// misaligned index and value sections are stored bytewise, a misaligned bitmap is built in
+// the workspace and copied in.
+TEST_CASE("cuda topk: payloads at any address") {
+  for (size_t off : {size_t(1), size_t(2), size_t(3), size_t(8)}) {
+    testg::gpu_backend b;
+    b.payload_offset = off;
+    for (const char* text : {"topk:ratio=0.01,scope=row,index=u32", "topk:ratio=0.02,scope=row,index=u16,values=fp16",
+                             "topk:ratio=0.1,scope=row,index=bitmap,values=bf16",
+                             "topk:ratio=0.3,scope=tensor,index=bitmap,values=quant,bits=4",
+                             "randk:k=40,scope=row,unbiased=1,index=u32,values=fp16"})
+      for (const shape& shp : {shape(7, 3000), shape(70001)}) {
+        CAPTURE(off);
+        CAPTURE_TEXT(text);
+        CAPTURE(shp.rows);
+        spec s;
+        REQUIRE(ok(parse_spec(text, s)));
+        if (encoded_bytes(s, shp) == 0) continue;
+        check_case(b, s, shp, 5, dtype::f32);
+      }
+  }
+}
+
 TEST_CASE("cuda topk: default stream, graph capture, unaligned workspace") {
   for (testg::launch_mode mode : {testg::launch_mode::default_stream, testg::launch_mode::graph})
     for (size_t ws_off : {size_t(0), size_t(3)}) {

@@ -52,7 +52,7 @@ inline size_t workspace_bytes(const spec& s, const shape& shp) {
       detail::topk_desc d;
       detail::topk_layout L;
       if (!ok(detail::resolve_topk(s, shp, 0, d)) || !detail::make_topk_layout(d, shp, L)) return 0;
-      return size_t(detail::workspace_request(detail::make_topk_workspace(d, L).used));
+      return size_t(detail::workspace_request(detail::make_topk_workspace(d, L).total));
     }
   }
   return 0;

@@ -174,6 +174,11 @@ struct topk_workspace {
   uint64_t qtiles_offset = 0;
   uint64_t state_offset = 0;
   uint64_t used = 0;
+  // CUDA, bitmap positions into a payload that is not 4-byte aligned: the bits are set in
+  // this aligned area, then copied into the payload. total = used plus this area: what
+  // workspace_bytes() asks for, so one allocation serves every payload address.
+  uint64_t staging_offset = 0;
+  uint64_t total = 0;
 };
 
 PIPECODEC_HD bool selects_positions(const topk_desc& d) { return d.codec == codec_id::randk || !d.shared_mask; }
@@ -186,6 +191,8 @@ PIPECODEC_HD topk_workspace make_topk_workspace(const topk_desc& d, const topk_l
   w.state_offset = w.qtiles_offset;
   if (d.values == value_kind::quant) w.state_offset += align16(make_quant_workspace(L.vq).used - workspace_status_bytes);
   w.used = w.state_offset + align16(16 * L.units) + topk_grid_state_bytes;
+  w.staging_offset = w.used;
+  w.total = w.used + (d.index == index_layout::bitmap ? align16(index_section_bytes(d.index, L.kept, L.n)) : 0);
   return w;
 }
 

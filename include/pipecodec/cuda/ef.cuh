@@ -30,10 +30,11 @@ inline status check_state_step(const spec& s, const_tensor_view x, tensor_view s
   const status r = split_state_ws(workspace, workspace_size, n, workspace_bytes(s, x.shp), ws);
   if (!ok(r)) return r;
   if (!element_aligned(x.data, x.type) || !element_aligned(st.data, st.type)) return status::misaligned;
-  if (host::detail::overlaps(st.data, n * dtype_bytes(st.type), payload, capacity) ||
-      host::detail::overlaps(workspace, workspace_size, payload, capacity) ||
-      host::detail::overlaps(st.data, n * dtype_bytes(st.type), workspace, workspace_size) ||
-      host::detail::overlaps(x.data, n * dtype_bytes(x.type), payload, capacity))
+  // As host::detail::check_tensor_step: x is read after the workspace scratch is written.
+  if (host::detail::any_written_overlap({{x.data, n * dtype_bytes(x.type), false},
+                                         {st.data, n * dtype_bytes(st.type), true},
+                                         {payload, capacity, true},
+                                         {workspace, workspace_size, true}}))
     return status::aliasing;
   return status::success;
 }

@@ -36,6 +36,12 @@ inline status ef21_decode(codec_id expected, const void* payload, size_t len, te
   if (out.data != nullptr && out.shp != g.shp) return status::shape_mismatch;
   if (out.data != nullptr && !valid_dtype(uint8_t(out.type))) return status::not_supported;
   if (out.data != nullptr && !element_aligned(out.data, out.type)) return status::misaligned;
+  const uint64_t n = g.shp.size();
+  if (host::detail::any_written_overlap({{payload, len, false},
+                                         {g.data, n * dtype_bytes(g.type), true},
+                                         {out.data, n * dtype_bytes(out.type), true},
+                                         {workspace, workspace_size, true}}))
+    return status::aliasing;  // as host::ef21_decode
   status st = decode_codec<true>(expected, payload, len, g, workspace, workspace_size, stream, uint8_t(expected));
   if (!ok(st) || out.data == nullptr) return st;
   status_guard guard;

@@ -1,9 +1,10 @@
 // CUDA backend of TopK / RandK: byte-identical to host::encode / encode_shared for the same
 // input, spec and seed; decoding matches host::decode / decode_shared bit for bit.
 // Asynchronous on `stream`: no allocation, no synchronization, no host read of device
-// memory. Pointers are device pointers; `payload` must be 16-byte aligned (cudaMalloc gives
-// 256); the workspace (workspace_bytes(spec, shape), any alignment) holds the selection
-// candidates and state, and the gathered values when they are quantized.
+// memory. Pointers are device pointers; the payload and the workspace (workspace_bytes(spec,
+// shape)) may have any alignment. The workspace holds the selection candidates and state,
+// the gathered values when they are quantized, and, for bitmap positions in a payload that
+// is not 4-byte aligned, the bitmap until it is copied into the payload.
 //
 // Selection: one block per unit (scope=row, or a tensor shorter than topk_grid_min_len);
 // a longer tensor is selected by the whole grid (detail/topk_grid_select.cuh). Quantized
@@ -81,8 +82,10 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
   const topk_workspace W = make_topk_workspace(d, L);
   if (payload == nullptr || workspace == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
   if (capacity < L.total) return status::buffer_too_small;
-  if (workspace_size < workspace_request(W.used)) return status::workspace_too_small;
-  if (reinterpret_cast<uintptr_t>(payload) % 16 != 0 || !element_aligned(in.data, in.type)) return status::misaligned;
+  const bool aligned = reinterpret_cast<uintptr_t>(payload) % 4 == 0;
+  const bool staged = !aligned && d.index == index_layout::bitmap;
+  if (workspace_size < workspace_request(staged ? W.total : W.used)) return status::workspace_too_small;
+  if (!element_aligned(in.data, in.type)) return status::misaligned;
   const uint64_t in_bytes = L.n * dtype_bytes(in.type);
   if (host::detail::overlaps(in.data, in_bytes, payload, L.total) ||
       host::detail::overlaps(workspace, workspace_size, payload, L.total) ||
@@ -106,7 +109,10 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
 
   uint8_t* ws = align_workspace(workspace);
-  topk_encode_args args{d, L, in.data, p, reinterpret_cast<uint32_t*>(ws + W.cand_offset),
+  uint32_t* bitmap = reinterpret_cast<uint32_t*>(staged ? ws + W.staging_offset : p + L.index_offset);
+  const uint64_t bitmap_bytes = index_section_bytes(d.index, L.kept, L.n);
+  if (staged && cudaMemsetAsync(bitmap, 0, bitmap_bytes, stream) != cudaSuccess) return status::cuda_error;
+  topk_encode_args args{d, L, in.data, p, aligned, bitmap, reinterpret_cast<uint32_t*>(ws + W.cand_offset),
                         reinterpret_cast<float*>(ws + W.values_offset), 1.0F};
   if (d.unbiased && L.k) args.scale = float(ddiv_rn(double(L.unit_len), double(L.k)));
   uint8_t* state = ws + W.state_offset + align16(16 * L.units);
@@ -133,6 +139,9 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
                                         : launch_select<T, false>(args, state, cap, stream);
     });
     if (!ok(st)) return st;
+    if (staged && cudaMemcpyAsync(p + L.index_offset, bitmap, bitmap_bytes, cudaMemcpyDeviceToDevice, stream) !=
+                      cudaSuccess)
+      return status::cuda_error;
     if (d.values == value_kind::quant && !ok(st = launch_value_quant(args, ws, W, cap, stream))) return st;
   }
   if (written) *written = size_t(L.total);

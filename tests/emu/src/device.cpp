@@ -43,6 +43,7 @@ settings read_settings() {
     if (end == v || *end != 0 || b > 255) bad_setting("PIPECODEC_EMU_POISON", v);
     s.poison = uint8_t(b);
   }
+  s.stats = std::getenv("PIPECODEC_EMU_STATS");
   if (const char* v = std::getenv("PIPECODEC_EMU_SCHEDULE")) {
     const std::string t(v);
     if (t == "forward") s.schedule = order::forward;
@@ -65,7 +66,35 @@ std::map<const void*, int>& dynamic_shared_limits() {
   return m;
 }
 
+struct kernel_count {
+  uint64_t launches = 0, blocks = 0, threads = 0;
+};
+
+// Written at exit: which kernels the run reached, and how often.
+struct launch_stats {
+  std::map<std::string, kernel_count> kernels;
+  ~launch_stats() {
+    if (config().stats == nullptr) return;
+    FILE* f = std::fopen(config().stats, "w");
+    if (f == nullptr) return;
+    for (const auto& [name, c] : kernels)
+      std::fprintf(f, "%llu %llu %llu %s\n", static_cast<unsigned long long>(c.launches),
+                   static_cast<unsigned long long>(c.blocks), static_cast<unsigned long long>(c.threads), name.c_str());
+    std::fclose(f);
+  }
+};
+
 }  // namespace
+
+void count_launch(const kernel_launch& k) {
+  if (config().stats == nullptr) return;
+  static launch_stats stats;
+  kernel_count& c = stats.kernels[k.name];
+  const uint64_t blocks = uint64_t(k.grid.x) * k.grid.y * k.grid.z;
+  c.launches += 1;
+  c.blocks += blocks;
+  c.threads += blocks * k.block.x * k.block.y * k.block.z;
+}
 
 const settings& config() {
   static const settings s = read_settings();

@@ -16,12 +16,15 @@ enum class order { forward, reverse, shuffle };
 //                            runnable threads, and a grid's blocks, are run (default forward)
 //   PIPECODEC_EMU_POISON     byte that fills fresh shared and device memory (default 0xA5)
 //   PIPECODEC_EMU_WORKERS    host threads that run blocks (default: hardware threads, up to 4)
+//   PIPECODEC_EMU_STATS      file that receives, at exit, one line per kernel that ran:
+//                            launches, blocks, threads, name
 struct settings {
   int sms = 2;
   order schedule = order::forward;
   uint64_t seed = 0;
   uint8_t poison = 0xA5;
   int workers = 1;
+  const char* stats = nullptr;
 };
 const settings& config();
 
@@ -32,6 +35,9 @@ const settings& config();
 // cudaSuccess, or the error a GPU would report for this launch configuration.
 cudaError_t validate_launch(const kernel_launch& k);
 
+// Counts a grid that ran, for PIPECODEC_EMU_STATS.
+void count_launch(const kernel_launch& k);
+
 // Runs every block of a grid on the worker threads and returns when all have finished.
 // sync_start / sync_done: the happens-before objects (ThreadSanitizer) the grid's threads
 // acquire when they start and release when they end.
@@ -39,8 +45,8 @@ void run_grid(const kernel_launch& k, void* sync_start, void* sync_done);
 
 // ThreadSanitizer and AddressSanitizer hooks; no-ops in a build without them.
 namespace san {
-void* new_context(const char* name);  // a TSan context that inherits no history
-void delete_context(void* ctx);
+void* new_context(const char* name);  // a TSan context that inherits no history (costs ~2 ms)
+void name_context(void* ctx, const char* name);  // how reports name it from now on
 void* current_context();
 void switch_context(void* ctx);       // without synchronization: edges are explicit
 void acquire(void* sync);

@@ -26,8 +26,8 @@ struct registry {
 };
 
 registry& reg() {
-  static registry r;
-  return r;
+  static registry* r = new registry;  // lives to the end: streams and their pending work with it
+  return *r;
 }
 
 stream*& per_thread_stream() {

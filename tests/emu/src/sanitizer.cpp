@@ -17,7 +17,6 @@
 extern "C" {
 void* __tsan_get_current_fiber() __attribute__((weak));
 void* __tsan_create_fiber(unsigned flags) __attribute__((weak));
-void __tsan_destroy_fiber(void* fiber) __attribute__((weak));
 void __tsan_switch_to_fiber(void* fiber, unsigned flags) __attribute__((weak));
 void __tsan_set_fiber_name(void* fiber, const char* name) __attribute__((weak));
 void __tsan_acquire(void* addr) __attribute__((weak));
@@ -59,8 +58,8 @@ void* new_context(const char* name) {
   return ctx;
 }
 
-void delete_context(void* ctx) {
-  if (tsan() && ctx) __tsan_destroy_fiber(ctx);
+void name_context(void* ctx, const char* name) {
+  if (tsan() && ctx) __tsan_set_fiber_name(ctx, name);
 }
 
 void* current_context() { return tsan() ? __tsan_get_current_fiber() : nullptr; }

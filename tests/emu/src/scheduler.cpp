@@ -33,14 +33,26 @@ constexpr size_t static_shared_limit = 48 << 10;
 constexpr size_t shared_optin_limit = 227 << 10;  // sm_90: static + dynamic per block
 constexpr int max_warp_collectives = 4;            // pending at once in one warp (disjoint masks)
 
-// Fiber stacks of one host thread, reused block after block; a guard page below each.
-struct stack_pool {
-  std::vector<char*> free;
-  ~stack_pool() {
-    for (char* base : free) munmap(base, page_bytes + stack_bytes);
+// What an emulated thread runs on, per host thread and slot: a fiber stack (a guard page
+// below it) and a ThreadSanitizer context. Thread t of block b takes slot (t + 37 b) mod 1024:
+// distinct slots within a block, another slot for thread t of the next block. Both are
+// reused block after block (a TSan context costs about 2 ms to create), and always together:
+// memory of a stack is only ever reused by the same TSan context. A reused context keeps its
+// history, so blocks that run one after another on one host thread are largely ordered for
+// TSan; races between blocks show between blocks that run on different host threads.
+constexpr uint32_t slot_count = 1024;
+struct slot {
+  char* stack = nullptr;  // base of the mapping: guard page, then stack_bytes
+  void* tsan = nullptr;
+};
+struct slot_pool {
+  slot slots[slot_count];
+  ~slot_pool() {
+    for (const slot& s : slots)
+      if (s.stack) munmap(s.stack, page_bytes + stack_bytes);
   }
 };
-thread_local stack_pool tl_stacks;
+thread_local slot_pool tl_slots;
 
 enum class waits : uint8_t { none, barrier, warp };
 
@@ -48,7 +60,7 @@ struct emu_thread {
   bctx::fiber fiber;
   coords at{};
   uint3 idx{};
-  uint32_t linear = 0;
+  uint32_t linear = 0, slot = 0;
   bool started = false, done = false;
   waits wait = waits::none;
   const char* what = nullptr;  // the call it waits in
@@ -81,6 +93,7 @@ struct shared_alloc {
 struct block_run {
   const kernel_launch* k = nullptr;
   uint3 idx{};
+  uint32_t linear_block = 0;
   uint32_t nthreads = 0, nwarps = 0, live = 0;
   std::vector<emu_thread> threads;
   std::vector<uint64_t> runnable;  // bit per thread
@@ -106,14 +119,11 @@ struct block_run {
 };
 thread_local block_run* tl_run = nullptr;
 
-struct pooled_stack {  // Boost.Context StackAllocator over tl_stacks
+struct slot_stack {  // Boost.Context StackAllocator: the thread's slot's stack, kept after the fiber ends
   emu_thread* t;
   bctx::stack_context allocate() {
-    char* base;
-    if (!tl_stacks.free.empty()) {
-      base = tl_stacks.free.back();
-      tl_stacks.free.pop_back();
-    } else {
+    char*& base = tl_slots.slots[t->slot].stack;
+    if (base == nullptr) {
       void* m = mmap(nullptr, page_bytes + stack_bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (m == MAP_FAILED) fault("fiber stack", __FILE__, __LINE__, "mmap failed");
@@ -128,9 +138,7 @@ struct pooled_stack {  // Boost.Context StackAllocator over tl_stacks
     sc.sp = base + page_bytes + stack_bytes;
     return sc;
   }
-  void deallocate(bctx::stack_context& sc) noexcept {
-    tl_stacks.free.push_back(static_cast<char*>(sc.sp) - stack_bytes - page_bytes);
-  }
+  void deallocate(bctx::stack_context&) noexcept {}
 };
 
 uint64_t splitmix(uint64_t& s) {
@@ -277,17 +285,25 @@ void thread_main(block_run& b, emu_thread& t) {
   san::release(b.sync_done);
 }
 
+// The TSan context of thread t's slot, named for reports after the thread it now runs.
+void* context_for(const block_run& b, const emu_thread& t) {
+  void*& ctx = tl_slots.slots[t.slot].tsan;
+  if (ctx == nullptr) ctx = san::new_context("emulated thread");
+  san::ignore_begin();  // the name is formatted on this host thread's stack, under another context
+  char name[320];
+  std::snprintf(name, sizeof name, "%s block (%u,%u,%u) thread (%u,%u,%u)", b.k->name, b.idx.x, b.idx.y, b.idx.z,
+                t.idx.x, t.idx.y, t.idx.z);
+  san::name_context(ctx, name);
+  san::ignore_end();
+  return ctx;
+}
+
 void start_thread(block_run& b, emu_thread& t) {
   t.started = true;
-  if (san::current_context()) {
-    char name[320];
-    std::snprintf(name, sizeof name, "%s block (%u,%u,%u) thread (%u,%u,%u)", b.k->name, b.idx.x, b.idx.y, b.idx.z,
-                  t.idx.x, t.idx.y, t.idx.z);
-    t.tsan = san::new_context(name);
-  }
+  if (san::current_context()) t.tsan = context_for(b, t);
   block_run* bp = &b;
   emu_thread* tp = &t;
-  t.fiber = bctx::fiber(std::allocator_arg, pooled_stack{tp}, [bp, tp](bctx::fiber&& sched) {
+  t.fiber = bctx::fiber(std::allocator_arg, slot_stack{tp}, [bp, tp](bctx::fiber&& sched) {
     bp->sched = std::move(sched);
     thread_main(*bp, *tp);
     san::switch_context(bp->sched_tsan);
@@ -312,6 +328,7 @@ void run_block(block_run& b, const kernel_launch& k, uint32_t linear_block, void
   // the emulator's, not an access of the program's.
   san::ignore_begin();
   b.k = &k;
+  b.linear_block = linear_block;
   b.idx = uint3{linear_block % k.grid.x, linear_block / k.grid.x % k.grid.y, linear_block / (k.grid.x * k.grid.y)};
   b.nthreads = k.block.x * k.block.y * k.block.z;
   b.nwarps = (b.nthreads + 31) / 32;
@@ -320,6 +337,7 @@ void run_block(block_run& b, const kernel_launch& k, uint32_t linear_block, void
   for (uint32_t i = 0; i < b.nthreads; ++i) {
     emu_thread& t = b.threads[i];
     t.linear = i;
+    t.slot = (i + 37 * linear_block) % slot_count;
     t.idx = uint3{i % k.block.x, i / k.block.x % k.block.y, i / (k.block.x * k.block.y)};
     t.at = coords{t.idx, b.idx, k.block, k.grid};
     t.started = t.done = false;
@@ -370,7 +388,6 @@ void run_block(block_run& b, const kernel_launch& k, uint32_t linear_block, void
   std::free(b.dynamic);
   std::free(b.sync);  // TSan forgets the synchronization objects that lived there
   san::ignore_end();
-  for (emu_thread& t : b.threads) san::delete_context(t.tsan);
 }
 
 // Host threads that run blocks next to the one that forces the grid.
@@ -446,6 +463,7 @@ class worker_pool {
 
 void run_grid(const kernel_launch& k, void* sync_start, void* sync_done) {
   static uint64_t launches = 0;
+  count_launch(k);
   const uint32_t blocks = k.grid.x * k.grid.y * k.grid.z;
   std::vector<uint32_t> order(blocks);
   for (uint32_t i = 0; i < blocks; ++i) order[i] = i;

@@ -66,10 +66,11 @@ __global__ void __launch_bounds__(topk_threads)
   const uint32_t shift = topk_digit_shift(p), dmask = topk_digit_mask(p);
   const uint32_t mask = g->t.mask, prefix = g->t.prefix;
   const bool buffered = g->buffered != 0, collect = g->collect != 0;
-  const uint64_t ncand = g->ncand;
   for (uint32_t b = threadIdx.x; b < topk_radix_buckets; b += topk_threads) hist[b] = 0;
   __syncthreads();
   if (buffered) {  // their order does not matter to a histogram
+    // Read only here: while collecting, other blocks add to ncand as this one would read it.
+    const uint64_t ncand = g->ncand;
     for (uint64_t i = global_thread(); i < ncand; i += thread_count()) {
       const uint32_t c = cand[i];
       if ((c & mask) == prefix) atomicAdd(&hist[(c >> shift) & dmask], 1u);

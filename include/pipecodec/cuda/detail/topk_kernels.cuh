@@ -38,11 +38,24 @@ struct topk_encode_args {
   topk_desc d;
   topk_layout L;
   const void* in;
-  uint8_t* payload;   // 16-byte aligned
+  uint8_t* payload;   // any alignment
+  bool aligned;       // payload 4-byte aligned: word stores (sections start at multiples of 16)
+  uint32_t* bitmap;   // where bitmap positions are set: the index section, or (payload not
+                      // aligned) a zeroed workspace area copied there afterwards
   uint32_t* cand;     // candidate region of the workspace
   float* gathered;    // kept values (fp32) when they are quantized afterwards
   float scale;        // unbiased RandK factor, else 1
 };
+
+// A 2- or 4-byte element at p (element e of a section), whatever p's alignment.
+__device__ __forceinline__ void store_u32(uint8_t* p, uint64_t e, uint32_t v, bool aligned) {
+  if (aligned) reinterpret_cast<uint32_t*>(p)[e] = v;
+  else put_u32(p + 4 * e, v);
+}
+__device__ __forceinline__ void store_u16(uint8_t* p, uint64_t e, uint16_t v, bool aligned) {
+  if (aligned) reinterpret_cast<uint16_t*>(p)[e] = v;
+  else put_u16(p + 2 * e, v);
+}
 
 // Writes position i (rank j) of unit u: its index entry and its value.
 template <dtype T>
@@ -50,18 +63,18 @@ __device__ void emit_kept(const topk_encode_args& a, uint64_t u, uint64_t j, uin
   const uint64_t e = u * a.L.k + j, pos = u * a.L.unit_len + i;
   uint8_t* idx = a.payload + a.L.index_offset;
   switch (a.d.index) {
-    case index_layout::u32: reinterpret_cast<uint32_t*>(idx)[e] = uint32_t(i); break;
-    case index_layout::u16: reinterpret_cast<uint16_t*>(idx)[e] = uint16_t(i); break;
-    case index_layout::bitmap: atomicOr(reinterpret_cast<unsigned int*>(idx) + pos / 32, 1u << (pos % 32)); break;
+    case index_layout::u32: store_u32(idx, e, uint32_t(i), a.aligned); break;
+    case index_layout::u16: store_u16(idx, e, uint16_t(i), a.aligned); break;
+    case index_layout::bitmap: atomicOr(a.bitmap + pos / 32, 1u << (pos % 32)); break;
     default: break;
   }
   float v = load<T>(a.in, pos);
   if (a.d.unbiased) v = mul_rn(v, a.scale);
   uint8_t* vals = a.payload + a.L.values_offset;
   switch (a.d.values) {
-    case value_kind::f32: reinterpret_cast<float*>(vals)[e] = v; break;
-    case value_kind::f16: reinterpret_cast<uint16_t*>(vals)[e] = f32_to_f16(v); break;
-    case value_kind::bf16: reinterpret_cast<uint16_t*>(vals)[e] = f32_to_bf16(v); break;
+    case value_kind::f32: store_u32(vals, e, bit_cast<uint32_t>(v), a.aligned); break;
+    case value_kind::f16: store_u16(vals, e, f32_to_f16(v), a.aligned); break;
+    case value_kind::bf16: store_u16(vals, e, f32_to_bf16(v), a.aligned); break;
     case value_kind::quant: a.gathered[e] = v; break;  // quantized once all are gathered
     default: break;
   }
