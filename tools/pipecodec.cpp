@@ -1,6 +1,7 @@
 // pipecodec: encode, decode, inspect and evaluate tensors from the command line.
 // Exit status 0 on success; on any error exactly one line "pipecodec: <why>" on stderr and
-// exit status 1 (2 for a usage error).
+// exit status 1 (2 for a usage error, 3 for a payload whose declared output is above the
+// --max-elements cap).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -16,8 +17,11 @@ const char usage[] =
     "usage: pipecodec COMMAND ...\n"
     "  encode --spec SPEC [--seed N] IN OUT   IN: .npy (<f4 or <f2, 1-D or 2-D), or raw with\n"
     "                                         --dtype f32|f16|bf16 --shape N[xM]\n"
-    "  decode [--dtype f32|f16|bf16] IN OUT   OUT: .npy (raw bytes for bf16); dtype defaults\n"
-    "                                         to the dtype that was encoded\n"
+    "  decode [--dtype f32|f16|bf16] [--max-elements N] IN OUT\n"
+    "                                         OUT: .npy (raw bytes for bf16); dtype defaults\n"
+    "                                         to the dtype that was encoded; refuses (exit 3)\n"
+    "                                         a payload declaring more than N elements\n"
+    "                                         (default 268435456 = 2^28)\n"
     "  info IN                                payload header, one `key: value` per line\n"
     "  eval --spec SPEC [--seed N] IN         bits/element, ratio, errors, encode/decode GB/s\n"
     "                                         (IN as for encode)\n"
@@ -67,6 +71,9 @@ int main(int argc, char** argv) {
       return 0;
     } catch (const std::bad_alloc&) {
       report("out of memory");
+    } catch (const cli::limit_error& e) {
+      report(e.what());
+      return 3;
     } catch (const std::exception& e) {
       report(e.what());
     }

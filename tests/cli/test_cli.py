@@ -316,6 +316,30 @@ rows = state_lines(out, 4)
 check(rc == 0 and rows is not None and all(b == qbytes for b, _ in rows) and out != out_e and out.endswith("yes\n"),
       "eval --state ef-sample: shuffled rows move the residuals (output differs from ef)")
 
+# --- a tiny payload declaring a huge tensor: decode refuses it before allocating (exit 3, one
+# line naming the declared size and the flag); info only reads the header. A TopK payload of
+# k = 1 is 96 bytes whatever n, so rewriting its cols field is still a valid payload.
+rc, _, _ = run("encode", "--spec", "topk:k=1,scope=tensor,index=u32,values=fp32", A16, path("k1.pc"))
+k1 = open(path("k1.pc"), "rb").read()
+check(rc == 0 and len(k1) == 96, "topk k=1 payload is 96 bytes")
+for n in (2**31, 2**32):
+    huge = write("huge.pc", k1[:24] + struct.pack("<Q", n) + k1[32:])
+    rc, out, _ = run("info", huge)
+    check(rc == 0 and kv(out).get("elements") == str(n), "info on a 96-byte payload declaring %d elements" % n)
+    try:
+        p = subprocess.run([EXE, "decode", huge, path("huge.npy")], capture_output=True, text=True, timeout=20)
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired:
+        rc, out, err = None, "", "(still running after 20 s)"
+    lines = err.splitlines()
+    check(rc == 3 and out == "" and len(lines) == 1 and str(n) in lines[0] and "--max-elements" in lines[0]
+          and not os.path.exists(path("huge.npy")),
+          "decode of a payload declaring %d elements: exit %s, %r" % (n, rc, err.strip()))
+rc, _, err = run("decode", "--max-elements", "332", path("k1.pc"), path("k1.npy"))
+check(rc == 3 and "333" in err and not os.path.exists(path("k1.npy")), "decode --max-elements below n: exit 3")
+rc, _, _ = run("decode", "--max-elements", "333", path("k1.pc"), path("k1.npy"))
+check(rc == 0 and read_npy("k1.npy")[1] == (333,), "decode --max-elements = n decodes")
+
 # --- every bad input: non-zero exit, nothing on stdout, exactly one line on stderr.
 good = open(path("q.pc"), "rb").read()
 corrupt = bytearray(good)
@@ -378,6 +402,8 @@ cases = [
     ("raw: bad --dtype", ["encode", *spec, "--dtype", "f64", "--shape", "10", RAW, path("o")]),
     ("raw: bad --shape", ["encode", *spec, "--dtype", "f32", "--shape", "2y5", RAW, path("o")]),
     ("decode: bad --dtype", ["decode", "--dtype", "int8", path("q.pc"), path("o.npy")]),
+    ("decode: bad --max-elements", ["decode", "--max-elements", "1e9", path("q.pc"), path("o.npy")], "max-elements"),
+    ("info: --max-elements (decode only)", ["info", "--max-elements", "5", path("q.pc")]),
     ("decode: bf16 into a .npy name", ["decode", "--dtype", "bf16", path("q.pc"), path("o.npy")], "bf16"),
     ("state: aqsgd without --ids", ["eval", *spec, "--state", "aqsgd", S0, S1], "--ids"),
     ("state: ef-sample without --ids", ["eval", *spec, "--state", "ef-sample", S0, S1], "--ids"),

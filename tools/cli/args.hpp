@@ -14,6 +14,12 @@ struct error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A payload declaring an output above the --max-elements cap: its own exit status (3), so a
+// script can tell "too large for this limit" from "malformed".
+struct limit_error : error {
+  using error::error;
+};
+
 struct args {
   std::map<std::string, std::string> options;  // key without the leading "--"
   std::vector<std::string> positional;

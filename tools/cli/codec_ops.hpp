@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "../output_limit.hpp"
+#include "describe.hpp"
 #include "pipecodec/core/inspect.hpp"
 #include "pipecodec/pipecodec.hpp"
 #include "tensor_io.hpp"
@@ -49,8 +51,32 @@ inline void decode_into(const std::vector<uint8_t>& payload, tensor& out) {
   if (!pipecodec::ok(st)) throw error(std::string("bad payload: ") + pipecodec::to_string(st));
 }
 
-inline tensor decode(const std::vector<uint8_t>& payload, pipecodec::dtype type) {
+// Decodes a payload this program encoded from `in` into a tensor of in's shape: the size comes
+// from the input in memory, not from the header (decode checks that the two agree).
+inline tensor decode_like(const std::vector<uint8_t>& payload, const tensor& in, pipecodec::dtype type) {
+  tensor out;
+  out.type = type;
+  out.shp = in.shp;
+  out.bytes.resize(in.size() * pipecodec::dtype_bytes(type));
+  decode_into(payload, out);
+  return out;
+}
+
+// --max-elements N, or the default cap on outputs allocated from a payload's header.
+inline uint64_t max_elements_option(const args& a) {
+  return a.has("max-elements") ? parse_uint("max-elements", a.get("max-elements"))
+                               : pipecodec::tools::default_max_output_elements;
+}
+
+// Decodes into a new tensor of the payload's declared shape, refusing (before allocating) a
+// shape above `max_elements`: the header is untrusted, and a valid tiny payload can declare
+// billions of elements.
+inline tensor decode(const std::vector<uint8_t>& payload, pipecodec::dtype type, uint64_t max_elements) {
   const pipecodec::payload_info info = inspect(payload);
+  if (!pipecodec::tools::output_fits(info.hdr.shp, max_elements))
+    throw limit_error("payload declares " + std::to_string(info.hdr.shp.size()) + " elements (shape " +
+                      shape_text(info.hdr.shp) + "), above the output limit of " + std::to_string(max_elements) +
+                      " elements (raise it with --max-elements N)");
   tensor out;
   out.type = type;
   out.shp = info.hdr.shp;

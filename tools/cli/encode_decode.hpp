@@ -16,14 +16,15 @@ inline void run_encode(int argc, char** argv) {
   write_file(a.positional[1], payload.data(), payload.size());
 }
 
-// decode [--dtype T] IN OUT: OUT is .npy (fp32/fp16) or raw (bf16); dtype defaults to the
-// dtype that was encoded.
+// decode [--dtype T] [--max-elements N] IN OUT: OUT is .npy (fp32/fp16) or raw (bf16); dtype
+// defaults to the dtype that was encoded. The only command that allocates from a header.
 inline void run_decode(int argc, char** argv) {
-  const args a = parse_args(argc, argv, 2, {"dtype"});
+  const args a = parse_args(argc, argv, 2, {"dtype", "max-elements"});
   expect_positional(a, 2, "IN OUT");
+  const uint64_t max_elements = max_elements_option(a);
   const std::vector<uint8_t> payload = read_file(a.positional[0]);
   const pipecodec::dtype type = a.has("dtype") ? parse_dtype_option(a.get("dtype")) : inspect(payload).hdr.type;
-  save_tensor(a.positional[1], decode(payload, type));
+  save_tensor(a.positional[1], decode(payload, type, max_elements));
 }
 
 }  // namespace cli

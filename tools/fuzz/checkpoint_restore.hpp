@@ -11,11 +11,14 @@
 
 #include <algorithm>
 
+#include "../output_limit.hpp"
 #include "common.hpp"
 
 namespace pcfuzz {
 
+// Largest state the harness allocates from a checkpoint header (output_limit.hpp's rule).
 constexpr uint64_t restore_max_elements = uint64_t(1) << 16;
+static_assert(restore_max_elements <= pipecodec::tools::default_max_output_elements, "the tools' cap");
 
 inline std::vector<uint8_t> save_tensor(pipecodec::checkpoint_kind k, pipecodec::const_tensor_view v) {
   std::vector<uint8_t> buf(pipecodec::host::checkpoint_bytes(v));
@@ -102,8 +105,7 @@ inline int fuzz_checkpoint_restore(const uint8_t* data, size_t size) {
     const uint8_t* p = ck.data();
     if (valid_dtype(p[9])) t = dtype(p[9]);
     const shape h = p[10] == 1 ? shape(detail::get_u64(p + 24)) : shape(detail::get_u64(p + 16), detail::get_u64(p + 24));
-    uint64_t n = 0;
-    if (h.count(n) && n <= restore_max_elements) shp = h;
+    if (tools::output_fits(h, restore_max_elements)) shp = h;
     capacity = detail::get_u64(p + 32);
     count = detail::get_u64(p + 40);
     if ((sel & 3) == 0 && p[8] >= 1 && p[8] <= 3) kind = checkpoint_kind(p[8]);
@@ -118,7 +120,8 @@ inline int fuzz_checkpoint_restore(const uint8_t* data, size_t size) {
   // Capacity: the checkpoint's, a larger one, exactly its count, or a fixed small one.
   const uint64_t pick[4] = {capacity, capacity + 3, count, 4};
   c.capacity = pick[(sel >> 6) & 3];
-  if (c.capacity == 0 || c.capacity > 256 || c.capacity * c.cols > restore_max_elements) c.capacity = 4;
+  if (c.capacity == 0 || c.capacity > 256 || !tools::output_fits(shape(c.capacity, c.cols), restore_max_elements))
+    c.capacity = 4;
   if (c.cols > restore_max_elements / c.capacity) c.cols = 1;
   restore_store(ck, c);
   return 0;

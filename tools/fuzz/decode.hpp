@@ -4,13 +4,16 @@
 // accepted into a mismatched shape is a bug; a quant payload decodes to finite fp32 values.
 #pragma once
 
+#include "../output_limit.hpp"
 #include "common.hpp"
 
 namespace pcfuzz {
 
-// Largest declared tensor the harness allocates an output for (the payload bounds real
-// payloads well below this; a larger declared size can only be rejected).
+// Largest declared tensor the harness allocates an output for, under the tools' rule
+// (output_limit.hpp): far below the CLI's default, since every input allocates it six times
+// and libFuzzer's memory limit is 2 GB. A TopK payload of 96 bytes can declare 2^32 elements.
 constexpr uint64_t decode_max_elements = uint64_t(1) << 22;
+static_assert(decode_max_elements <= pipecodec::tools::default_max_output_elements, "the tools' cap");
 
 inline pipecodec::status decode_checked(const std::vector<uint8_t>& payload, pipecodec::shape shp,
                                         pipecodec::dtype t, bool accumulate) {
@@ -34,7 +37,7 @@ inline int fuzz_decode(const uint8_t* data, size_t size) {
   const bool readable = ok(read_header(payload.data(), payload.size(), h));
   // The declared shape only when the buffer could hold such a payload: otherwise the decode
   // is rejected on size anyway, and allocating a large output would just slow the fuzzer.
-  if (readable && h.total_bytes <= size && h.shp.size() <= decode_max_elements) shp = h.shp;
+  if (readable && h.total_bytes <= size && tools::output_fits(h.shp, decode_max_elements)) shp = h.shp;
   for (uint8_t ti = 0; ti < 3; ++ti) {
     const dtype t = dtype_from(ti);
     const status st = decode_checked(payload, shp, t, false);
@@ -49,7 +52,7 @@ inline int fuzz_decode(const uint8_t* data, size_t size) {
   if (readable) {
     // The same element count in the other rank must be rejected.
     const shape other = shp.ndim == 1 ? shape(1, shp.cols) : shape(shp.rows * shp.cols);
-    if (other.size() <= decode_max_elements)
+    if (tools::output_fits(other, decode_max_elements))
       PCFUZZ_CHECK(!ok(decode_checked(payload, other, dtype::f32, false)), "accepted a mismatched shape");
   }
   return 0;

@@ -212,13 +212,22 @@ PIPECODEC_HD bool valid_group(float scale, float offset, const quant_params& q) 
   return decodes_finite(scale, offset, consts_for(q.bits, q.scale));
 }
 
+// Upper bound of the stored scale for an exact step d > 0 (make_params' `step`, when no cap
+// applies): d rounded up to the next storable scale, below d (1 + 2^-15) + 2^-141 for fp32
+// (16 significant bits; below 2^-126 storable fp32 scales are subnormals with the low 8 bits
+// zero, multiples of 2^-141) and d (1 + 2^-10) + 2^-24 for fp16 (11 bits; fp16 subnormals are
+// multiples of 2^-24). The absolute term is what tiny (e.g. all-subnormal) groups pay.
+inline double max_stored_scale(double d, dtype scale_dtype) {
+  return scale_dtype == dtype::f32 ? d * (1.0 + 1.0 / 32768) + 0x1p-141 : d * (1.0 + 1.0 / 1024) + 0x1p-24;
+}
+
 // Worst-case |x - decode(encode(x))| for nearest rounding of a finite x inside the group's
 // range: half a step, plus the float rounding of the subtraction, the reciprocal, the
 // product and the final addition (documented in docs/FORMAT.md).
-inline double nearest_error_bound(float scale, float offset, float x) {
+inline double nearest_error_bound(double scale, float offset, float x) {
   const double ax = x < 0 ? -double(x) : double(x);
   const double ao = offset < 0 ? -double(offset) : double(offset);
-  return double(scale) * (0.5 + 1.0 / 16384) + (ax + ao) * 1.2e-7;
+  return scale * (0.5 + 1.0 / 16384) + (ax + ao) * 1.2e-7;
 }
 
 }  // namespace pipecodec::detail
