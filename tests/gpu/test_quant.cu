@@ -46,8 +46,9 @@ TEST_CASE("quant: GPU payloads and decodes equal the host backend (sweep)") {
         for (scale_mode sm : {scale_mode::minmax, scale_mode::absmax})
           for (rounding r : {rounding::nearest, rounding::stochastic})
             for (dtype sd : {dtype::f32, dtype::f16}) {
-              // Three shapes per combination, rotating through the list; quick mode keeps 1 in 32.
-              for (int k = 0; k < 3; ++k) {
+              // Three shapes per combination (emulated: one), rotating through the list; quick
+              // mode keeps 1 in 32.
+              for (int k = 0; k < (testg::emulated ? 1 : 3); ++k) {
                 const shape shp = shapes[pick++ % shape_count];
                 uint64_t h = pick;
                 if (quick() && testdata::splitmix(h) % 32 != 0) continue;

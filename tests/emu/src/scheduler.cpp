@@ -52,7 +52,9 @@ struct slot_pool {
       if (s.stack) munmap(s.stack, page_bytes + stack_bytes);
   }
 };
-thread_local slot_pool tl_slots;
+// initial-exec: this library is linked into the executable, so TLS needs no __tls_get_addr.
+#define PIPECODEC_EMU_TLS thread_local __attribute__((tls_model("initial-exec")))
+PIPECODEC_EMU_TLS slot_pool tl_slots;
 
 enum class waits : uint8_t { none, barrier, warp };
 
@@ -116,8 +118,9 @@ struct block_run {
   void* sync_start = nullptr;
   void* sync_done = nullptr;
   uint64_t rng = 0;
+  order schedule = order::forward;
 };
-thread_local block_run* tl_run = nullptr;
+PIPECODEC_EMU_TLS block_run* tl_run = nullptr;
 
 struct slot_stack {  // Boost.Context StackAllocator: the thread's slot's stack, kept after the fiber ends
   emu_thread* t;
@@ -130,7 +133,10 @@ struct slot_stack {  // Boost.Context StackAllocator: the thread's slot's stack,
       base = static_cast<char*>(m);
       mprotect(base, page_bytes, PROT_NONE);
     }
-    san::unpoison(base + page_bytes, stack_bytes);  // frames a finished fiber never popped
+    // A finished fiber leaves poisoned redzones only in the frames that never returned: the
+    // fiber's entry frames, at the top of the stack.
+    constexpr size_t entry_frames = 8 << 10;
+    san::unpoison(base + page_bytes + stack_bytes - entry_frames, entry_frames);
     t->stack_bottom = base + page_bytes;
     t->stack_size = stack_bytes;
     bctx::stack_context sc;
@@ -172,7 +178,7 @@ emu_thread* pick(block_run& b) {
   const size_t words = b.runnable.size();
   size_t w = words;
   int bit = 0;
-  switch (config().schedule) {
+  switch (b.schedule) {
     case order::forward:
       for (size_t i = 0; i < words; ++i)
         if (b.runnable[i]) {
@@ -359,6 +365,7 @@ void run_block(block_run& b, const kernel_launch& k, uint32_t linear_block, void
   b.sync_start = sync_start;
   b.sync_done = sync_done;
   b.sched_tsan = san::current_context();
+  b.schedule = config().schedule;
   b.rng = config().seed ^ (uint64_t(linear_block) * 0x9E3779B97F4A7C15ull) ^ reinterpret_cast<uintptr_t>(k.entry);
   b.sync = static_cast<char*>(std::malloc(2 + 2 * size_t(b.nwarps)));
   b.dynamic = nullptr;
@@ -427,7 +434,7 @@ class worker_pool {
     for (int i = 1; i < config().workers; ++i) threads_.emplace_back([this] { loop(); });
   }
   void work() {
-    static thread_local block_run b;
+    static PIPECODEC_EMU_TLS block_run b;
     for (uint32_t i = next_.fetch_add(1); i < order_->size(); i = next_.fetch_add(1))
       run_block(b, *k_, (*order_)[i], sync_start_, sync_done_);
   }
@@ -473,7 +480,7 @@ void run_grid(const kernel_launch& k, void* sync_start, void* sync_done) {
     for (uint32_t i = blocks; i > 1; --i) std::swap(order[i - 1], order[splitmix(s) % i]);
   }
   if (blocks == 1 || config().workers <= 1) {
-    static thread_local block_run b;
+    static PIPECODEC_EMU_TLS block_run b;
     for (uint32_t i : order) run_block(b, k, i, sync_start, sync_done);
     return;
   }
