@@ -29,7 +29,8 @@ PIPECODEC_HD To bit_cast(const From& from) {
 }
 
 // Correctly rounded arithmetic. On the device the _rn intrinsics forbid nvcc from
-// contracting into FMA (its default) and survive --use_fast_math. On the host the plain
+// contracting into FMA (its default); they do not survive --use_fast_math or -ftz=true, which
+// make them flush subnormals (docs/CUDA.md): build the codec without those. On the host the plain
 // operators are IEEE; the codec math is written so that no rounded product ever feeds
 // an addition (products are exact or stand alone), so -ffp-contract=fast cannot change
 // a result either.
