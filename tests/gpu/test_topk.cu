@@ -139,6 +139,29 @@ TEST_CASE("cuda topk: payloads at any address") {
   }
 }
 
+TEST_CASE("cuda topk: workspace_bytes() is required at every payload address, as on the host") {
+  spec s;
+  REQUIRE(ok(parse_spec("topk:ratio=0.1,scope=row,index=bitmap", s)));
+  const shape shp(7, 3000);
+  const size_t cap = encoded_bytes(s, shp), ws = workspace_bytes(s, shp);
+  const auto x = testdata::activations(shp.size(), 3);
+  for (size_t off : {size_t(0), size_t(1)}) {  // aligned: no staging needed, still required
+    CAPTURE(off);
+    testg::gpu_backend b;
+    b.in.reserve(x.size() * 4);
+    b.payload.reserve(cap + 8);
+    b.workspace.reserve(ws);
+    testg::check_cuda(cudaMemcpy(b.in.ptr, x.data(), x.size() * 4, cudaMemcpyHostToDevice), "input");
+    const const_tensor_view in{b.in.ptr, dtype::f32, shp};
+    uint8_t* payload = static_cast<uint8_t*>(b.payload.ptr) + off;
+    CHECK(b.encode_raw(s, in, payload, cap, b.workspace.ptr, ws - 1) == status::workspace_too_small);
+    CHECK(b.encode_raw(s, in, payload, cap, b.workspace.ptr, ws) == status::success);
+    std::vector<uint8_t> ws_host(ws);
+    CHECK(host::encode(s, const_tensor_view{x.data(), dtype::f32, shp}, std::vector<uint8_t>(cap).data(), cap,
+                       ws_host.data(), ws - 1) == status::workspace_too_small);
+  }
+}
+
 TEST_CASE("cuda topk: default stream, graph capture, unaligned workspace") {
   for (testg::launch_mode mode : {testg::launch_mode::default_stream, testg::launch_mode::graph})
     for (size_t ws_off : {size_t(0), size_t(3)}) {

@@ -82,9 +82,11 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
   const topk_workspace W = make_topk_workspace(d, L);
   if (payload == nullptr || workspace == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
   if (capacity < L.total) return status::buffer_too_small;
+  // workspace_bytes() whatever the payload address, as on the host: a size that works for one
+  // payload must not fail for another.
+  if (workspace_size < workspace_request(W.total)) return status::workspace_too_small;
   const bool aligned = reinterpret_cast<uintptr_t>(payload) % 4 == 0;
   const bool staged = !aligned && d.index == index_layout::bitmap;
-  if (workspace_size < workspace_request(staged ? W.total : W.used)) return status::workspace_too_small;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
   const uint64_t in_bytes = L.n * dtype_bytes(in.type);
   if (host::detail::overlaps(in.data, in_bytes, payload, L.total) ||

@@ -66,7 +66,7 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const topk
   const topk_workspace W = make_topk_workspace(d, L);
   const status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
   if (!ok(bad)) return bad;
-  if (ws_size < workspace_request(W.used)) return status::workspace_too_small;
+  if (ws_size < workspace_request(W.total)) return status::workspace_too_small;
   if (ws == nullptr) return status::invalid_argument;
   if (overlaps(ws, ws_size, payload, L.total) || overlaps(ws, ws_size, in.data, L.n * dtype_bytes(in.type)))
     return status::aliasing;
