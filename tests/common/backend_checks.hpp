@@ -15,6 +15,7 @@
 
 #include "data.hpp"
 #include "pipecodec/pipecodec.hpp"
+#include "print.hpp"
 
 namespace testb {
 

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "pipecodec/core/dtype.hpp"
-#include "print.hpp"
 
 namespace testdata {
 

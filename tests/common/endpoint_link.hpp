@@ -10,6 +10,7 @@
 #include "data.hpp"
 #include "pipecodec/policy/endpoint.hpp"
 #include "policy_check.hpp"
+#include "print.hpp"
 
 namespace tendpoint {
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "golden_cases.hpp"
+#include "print.hpp"
 
 namespace hostile {
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "pipecodec/policy/policy_parse.hpp"
+#include "print.hpp"
 
 namespace tpolicy {
 

@@ -10,6 +10,7 @@
 #include "data.hpp"
 #include "pipecodec/pipecodec.hpp"
 #include "pipecodec/core/quant_format.hpp"
+#include "print.hpp"
 
 namespace testq {
 

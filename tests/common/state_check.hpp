@@ -11,6 +11,7 @@
 #include "pipecodec/host/ef.hpp"
 #include "pipecodec/host/ef21.hpp"
 #include "pipecodec/policy/spec_string.hpp"
+#include "print.hpp"
 
 namespace tstate {
 

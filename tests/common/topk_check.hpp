@@ -11,6 +11,7 @@
 
 #include "data.hpp"
 #include "pipecodec/pipecodec.hpp"
+#include "print.hpp"
 
 namespace testk {
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../common/data.hpp"
+#include "../common/print.hpp"
 #include "pipecodec/pipecodec.hpp"
 
 namespace testk_gpu {

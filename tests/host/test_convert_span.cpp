@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../common/print.hpp"
 #include "pipecodec/core/dispatch.hpp"
 #include "pipecodec/host/convert_span.hpp"
 

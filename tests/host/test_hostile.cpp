@@ -64,7 +64,7 @@ TEST_CASE("every truncation of every golden payload is 'truncated' and leaves th
       for (bool acc : {false, true}) {
         const decode_result r = decode_sentinel(prefix.get(), len, c.shp, c.in, acc);
         if (r.st != status::truncated || !r.untouched) {
-          FAIL_CHECK("length " << len << ": " << to_string(r.st) << (r.untouched ? "" : ", output written"));
+          FAIL_CHECK("length " << len << ": " << r.st << std::string(r.untouched ? "" : ", output written"));
           break;
         }
       }
@@ -97,7 +97,7 @@ TEST_CASE("every single-byte change of every golden payload decodes or is reject
             ++accepted;
           } else {
             ++rejected;
-            if (!r.untouched) FAIL_CHECK("byte " << i << " = " << int(v) << ": rejected (" << to_string(r.st) << ") but wrote output");
+            if (!r.untouched) FAIL_CHECK("byte " << i << " = " << int(v) << ": rejected (" << r.st << ") but wrote output");
           }
         }
         if (is_quant) {  // an accepted quant payload never decodes to a non-finite value

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../common/data.hpp"
+#include "../common/print.hpp"
 #include "pipecodec/pipecodec.hpp"
 
 using namespace pipecodec;

@@ -24,7 +24,7 @@ bool expect_corrupt(const std::vector<uint8_t>& p, shape shp) {
     const status got = acc ? host::decode_accumulate(p.data(), p.size(), v) : host::decode(p.data(), p.size(), v);
     const bool untouched = std::all_of(out.begin(), out.end(), [](float f) { return f == 4.5F; });
     if (got != status::corrupt_payload || !untouched) {
-      FAIL_CHECK("got " << to_string(got) << (untouched ? "" : ", output written"));
+      FAIL_CHECK("got " << got << std::string(untouched ? "" : ", output written"));
       good = false;
     }
   }

@@ -2,6 +2,8 @@
 
 #include <pipecodec/policy/policy_parse.hpp>
 
+#include "../common/print.hpp"
+
 using namespace pipecodec;
 
 namespace {
