@@ -151,7 +151,9 @@ TEST_CASE("cuda topk: workspace_bytes() is required at every payload address, as
     b.in.reserve(x.size() * 4);
     b.payload.reserve(cap + 8);
     b.workspace.reserve(ws);
-    testg::check_cuda(cudaMemcpy(b.in.ptr, x.data(), x.size() * 4, cudaMemcpyHostToDevice), "input");
+    // On the codec's stream: a cudaMemcpy from pageable memory may return before its copy is
+    // done, unordered with the non-blocking stream (the TSan build caught exactly that here).
+    testg::check_cuda(cudaMemcpyAsync(b.in.ptr, x.data(), x.size() * 4, cudaMemcpyHostToDevice, b.stream), "input");
     const const_tensor_view in{b.in.ptr, dtype::f32, shp};
     uint8_t* payload = static_cast<uint8_t*>(b.payload.ptr) + off;
     CHECK(b.encode_raw(s, in, payload, cap, b.workspace.ptr, ws - 1) == status::workspace_too_small);
