@@ -75,7 +75,7 @@ row measure(const dataset& d, const std::string& text) {
   std::string why;
   if (!pipecodec::ok(pipecodec::parse_spec(text, s, &why))) throw cli::error("bad spec '" + text + "': " + why);
   const std::vector<uint8_t> payload = cli::encode(s, d.t, /*seed=*/1);
-  const cli::tensor back = cli::decode_like(payload, d.t, pipecodec::dtype::f32);
+  const cli::tensor back = cli::decode_as(payload, d.t.shp, pipecodec::dtype::f32);
   row r;
   r.spec = text;
   r.bits = 8.0 * double(payload.size()) / double(d.t.size());

@@ -51,13 +51,13 @@ inline void decode_into(const std::vector<uint8_t>& payload, tensor& out) {
   if (!pipecodec::ok(st)) throw error(std::string("bad payload: ") + pipecodec::to_string(st));
 }
 
-// Decodes a payload this program encoded from `in` into a tensor of in's shape: the size comes
-// from the input in memory, not from the header (decode checks that the two agree).
-inline tensor decode_like(const std::vector<uint8_t>& payload, const tensor& in, pipecodec::dtype type) {
+// Decodes into a new tensor of shape `shp` (decode checks that the payload's shape agrees).
+// A shape taken from the payload's header must pass the output limit first (decode below).
+inline tensor decode_as(const std::vector<uint8_t>& payload, pipecodec::shape shp, pipecodec::dtype type) {
   tensor out;
   out.type = type;
-  out.shp = in.shp;
-  out.bytes.resize(in.size() * pipecodec::dtype_bytes(type));
+  out.shp = shp;
+  out.bytes.resize(shp.size() * pipecodec::dtype_bytes(type));
   decode_into(payload, out);
   return out;
 }
@@ -77,12 +77,7 @@ inline tensor decode(const std::vector<uint8_t>& payload, pipecodec::dtype type,
     throw limit_error("payload declares " + std::to_string(info.hdr.shp.size()) + " elements (shape " +
                       shape_text(info.hdr.shp) + "), above the output limit of " + std::to_string(max_elements) +
                       " elements (raise it with --max-elements N)");
-  tensor out;
-  out.type = type;
-  out.shp = info.hdr.shp;
-  out.bytes.resize(out.shp.size() * pipecodec::dtype_bytes(type));
-  decode_into(payload, out);
-  return out;
+  return decode_as(payload, info.hdr.shp, type);
 }
 
 // Fastest of repeated runs of f: at least `min_runs`, until `min_seconds` have passed.

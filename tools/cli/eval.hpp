@@ -26,7 +26,7 @@ inline void run_eval(int argc, char** argv) {
   const uint64_t seed = seed_option(a);
   const tensor t = load_tensor(a.positional[0], a);
   std::vector<uint8_t> payload = encode(s, t, seed);
-  tensor out = decode_like(payload, t, t.type);
+  tensor out = decode_as(payload, t.shp, t.type);
   const metrics::error_stats e =
       metrics::compare(t.size(), [&](uint64_t i) { return t.at(i); }, [&](uint64_t i) { return out.at(i); });
 

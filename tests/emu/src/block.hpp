@@ -57,7 +57,6 @@ struct shared_alloc {
 struct block_run {
   const kernel_launch* k = nullptr;
   uint3 idx{};
-  uint32_t linear_block = 0;
   uint32_t nthreads = 0, nwarps = 0, live = 0;
   std::vector<emu_thread> threads;
   std::vector<uint64_t> runnable;  // bit per thread

@@ -189,7 +189,6 @@ void run_block(block_run& b, const kernel_launch& k, uint32_t linear_block, void
   // the emulator's, not an access of the program's.
   san::ignore_begin();
   b.k = &k;
-  b.linear_block = linear_block;
   b.idx = uint3{linear_block % k.grid.x, linear_block / k.grid.x % k.grid.y, linear_block / (k.grid.x * k.grid.y)};
   b.nthreads = k.block.x * k.block.y * k.block.z;
   b.nwarps = (b.nthreads + 31) / 32;
