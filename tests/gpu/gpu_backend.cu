@@ -156,7 +156,7 @@ status gpu_backend::encode_shared(const spec& s, const std::vector<uint8_t>& x, 
 
 status gpu_backend::decode_topk(const std::vector<uint8_t>& bytes, const std::vector<uint8_t>* mask_bytes, dtype t,
                                 shape shp, std::vector<uint8_t>& y, bool accumulate) {
-  const size_t ws = size_t(detail::workspace_request(detail::workspace_status_bytes + detail::align16(shp.size())));
+  const size_t ws = size_t(detail::workspace_request(detail::topk_decode_workspace(shp.size(), mask_bytes != nullptr)));
   payload.reserve(bytes.size() + payload_offset + 1);
   workspace.reserve(ws + workspace_offset);
   out.reserve(y.size() + 1);

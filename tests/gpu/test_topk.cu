@@ -227,3 +227,48 @@ TEST_CASE("cuda topk: corrupt payloads get the host's status and leave the outpu
       CHECK(testb::first_difference(dy, hy) == -1);
     }
 }
+
+// One large unit (scope=tensor, n >= 2^16) is validated by the whole grid: every block
+// checks its share of the positions and a bitmap's bit count is summed over chunks, so a
+// fault in the last chunk must be found as surely as one in the first.
+TEST_CASE("cuda topk: a large tensor's payload is validated by the whole grid, faults in any chunk") {
+  testg::gpu_backend b;
+  struct corruption {
+    const char* spec;
+    const char* what;
+  };
+  const corruption cases[] = {
+      {"topk:ratio=0.01,scope=tensor,index=u32", "index out of range"},
+      {"topk:ratio=0.01,scope=tensor,index=u32", "last index out of range"},
+      {"topk:ratio=0.01,scope=tensor,index=u32", "last index repeated"},
+      {"topk:ratio=0.3,scope=tensor,index=bitmap", "extra bitmap bit"},
+      {"topk:ratio=0.3,scope=tensor,index=bitmap", "last bitmap bit cleared"},
+      {"topk:ratio=0.3,scope=tensor,index=bitmap", "last bitmap bit added"},
+      {"topk:ratio=0.3,scope=tensor,index=bitmap,values=fp16", "bitmap bit past n"},
+      {"topk:ratio=0.2,scope=tensor,index=bitmap,values=quant,bits=4", "NaN scale"},
+      {"topk:ratio=0.2,scope=tensor,index=bitmap,values=quant,bits=4", "none"},
+      {"topk:ratio=0.01,scope=tensor,index=u32", "none"},
+  };
+  for (const shape shp : {shape(testg::sized(uint64_t(1) << 22, 70001) + 2), shape(1, 65537)})
+    for (const corruption& c : cases)
+      for (bool acc : {false, true}) {
+        if (testg::quick() && (acc || shp.rows == 1)) continue;
+        CAPTURE_TEXT(c.spec);
+        CAPTURE_TEXT(c.what);
+        CAPTURE(acc);
+        CAPTURE(shp.size());
+        spec s;
+        REQUIRE(ok(parse_spec(c.spec, s)));
+        const auto in = testdata::as_bytes(testdata::activations(shp.size(), 8), dtype::f32);
+        std::vector<uint8_t> pl;
+        REQUIRE(ok(testk_gpu::host_encode(s, in, dtype::f32, shp, 0, pl)));
+        if (std::string(c.what) == "bitmap bit past n" && shp.size() % 8 == 0) continue;
+        testk_gpu::corrupt(pl, c.what);
+        std::vector<uint8_t> hy = testb::accumulator(dtype::f32, shp.size(), 4), dy = hy;
+        const status hs = testb::host_decode(pl, pl.size(), dtype::f32, shp, hy, acc);
+        CHECK(ok(hs) == (std::string(c.what) == "none"));
+        CHECK(b.decode_topk(pl, nullptr, dtype::f32, shp, dy, acc) == hs);
+        CHECK(testb::first_difference(dy, hy) == -1);
+      }
+}
+

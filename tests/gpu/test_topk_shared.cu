@@ -116,3 +116,44 @@ TEST_CASE("cuda topk shared mask: bad masks get the host's status") {
     }
   }
 }
+
+// A large tensor-scope mask is checked by the whole grid (as in test_topk.cu): faults in its
+// last chunk as well as its first, in encode and decode.
+TEST_CASE("cuda topk shared mask: a large mask is validated by the whole grid, faults in any chunk") {
+  testg::gpu_backend b;
+  const shape shp(testg::sized(uint64_t(1) << 21, 70001) + 5);
+  const dtype t = dtype::f32;
+  const auto x = testdata::as_bytes(testdata::activations(shp.size(), 7), t);
+  struct bad {
+    const char* mask_spec;
+    const char* what;
+  };
+  for (const bad& m : {bad{"topk:ratio=0.02,scope=tensor,index=u32", "index out of range"},
+                       bad{"topk:ratio=0.02,scope=tensor,index=u32", "last index out of range"},
+                       bad{"topk:ratio=0.02,scope=tensor,index=u32", "last index repeated"},
+                       bad{"topk:ratio=0.02,scope=tensor,index=bitmap", "extra bitmap bit"},
+                       bad{"topk:ratio=0.02,scope=tensor,index=bitmap", "last bitmap bit cleared"},
+                       bad{"topk:ratio=0.02,scope=tensor,index=bitmap", "last bitmap bit added"},
+                       bad{"topk:ratio=0.02,scope=tensor,index=bitmap", "bitmap bit past n"},
+                       bad{"topk:ratio=0.02,scope=tensor,index=bitmap", "none"}}) {
+    CAPTURE_TEXT(m.mask_spec);
+    CAPTURE_TEXT(m.what);
+    const spec vs = parsed("topk:ratio=0.02,scope=tensor,mask=shared,values=bf16");
+    std::vector<uint8_t> mask, vals, want, got;
+    REQUIRE(ok(testk_gpu::host_encode(parsed(m.mask_spec), x, t, shp, 0, mask)));
+    REQUIRE(ok(testk_gpu::host_encode(vs, x, t, shp, 0, vals, &mask)));
+    testk_gpu::corrupt(mask, m.what);
+    const bool good = std::string(m.what) == "none";
+    const status hs = testk_gpu::host_encode(vs, x, t, shp, 0, want, &mask);
+    CHECK(ok(hs) == good);
+    CHECK(b.encode_shared(vs, x, t, shp, 0, mask, got) == hs);
+    if (good) CHECK(testb::first_difference(got, want) == -1);
+    for (bool acc : {false, true}) {
+      std::vector<uint8_t> hy = testb::accumulator(t, shp.size(), 6), dy = hy;
+      const status hd = host_decode_shared(vals, mask, t, shp, hy, acc);
+      CHECK(ok(hd) == good);
+      CHECK(b.decode_topk(vals, &mask, t, shp, dy, acc) == hd);
+      CHECK(testb::first_difference(dy, hy) == -1);
+    }
+  }
+}

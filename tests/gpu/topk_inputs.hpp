@@ -66,6 +66,25 @@ inline void corrupt(std::vector<uint8_t>& p, const std::string& what) {
     while ((idx[i / 8] >> (i % 8)) & 1u) ++i;  // the first clear bit of unit 0
     REQUIRE(i < L.unit_len);
     idx[i / 8] = uint8_t(idx[i / 8] | (1u << (i % 8)));
+  } else if (what == "last index out of range") {  // the last entry: another block's, on the grid
+    REQUIRE(tp.desc.index == index_layout::u32);
+    detail::put_u32(idx + 4 * (L.kept - 1), uint32_t(L.unit_len));
+  } else if (what == "last index repeated") {
+    REQUIRE((tp.desc.index == index_layout::u32 && L.kept > 1));
+    detail::put_u32(idx + 4 * (L.kept - 1), detail::get_u32(idx + 4 * (L.kept - 2)));
+  } else if (what == "last bitmap bit cleared") {  // k - 1 bits set, the loss in the last chunk
+    REQUIRE(tp.desc.index == index_layout::bitmap);
+    uint64_t i = L.n;
+    while (!((idx[(i - 1) / 8] >> ((i - 1) % 8)) & 1u)) --i;
+    idx[(i - 1) / 8] = uint8_t(idx[(i - 1) / 8] & ~(1u << ((i - 1) % 8)));
+  } else if (what == "last bitmap bit added") {  // k + 1 bits set: the last clear bit of the tensor
+    REQUIRE(tp.desc.index == index_layout::bitmap);
+    uint64_t i = L.n;
+    while ((idx[(i - 1) / 8] >> ((i - 1) % 8)) & 1u) --i;
+    idx[(i - 1) / 8] = uint8_t(idx[(i - 1) / 8] | (1u << ((i - 1) % 8)));
+  } else if (what == "bitmap bit past n") {
+    REQUIRE((tp.desc.index == index_layout::bitmap && L.n % 8 != 0));
+    idx[L.n / 8] = uint8_t(idx[L.n / 8] | (1u << (L.n % 8)));
   } else if (what == "NaN scale") {
     REQUIRE(tp.desc.values == value_kind::quant);
     detail::put_u32(p.data() + L.values_offset, 0x7FC00000u);  // scale of group 0

@@ -33,3 +33,23 @@ TEST_CASE("the host backend ignores the workspace") {
   CHECK(ok(host::decode(payload.data(), payload.size(), tensor_view{y.data(), dtype::f32, shape(300)})));
   CHECK(y == x);
 }
+
+TEST_CASE("workspace_bytes of a TopK / RandK spec covers the CUDA decoder's workspace") {
+  // The decoder sizes its need from the output alone (it cannot read a device payload), so
+  // one allocation of workspace_bytes(spec, shape) must serve encode and decode alike.
+  for (const char* text : {"topk:ratio=0.1", "topk:ratio=0.5,scope=row", "topk:ratio=0.01,values=quant",
+                           "randk:ratio=0.2", "randk:ratio=0.2,scope=row", "topk:ratio=0.3,mask=shared",
+                           "topk:ratio=0.05,index=bitmap", "topk:ratio=0.001"}) {
+    spec s;
+    REQUIRE(ok(parse_spec(text, s)));
+    const bool shared = s.topk.shared_mask;
+    for (const shape shp : {shape(1), shape(7), shape(4, 1000), shape(65536), shape(1, 70001), shape(3, 65536),
+                            shape(300000)}) {
+      CAPTURE(std::string(text));
+      CAPTURE(shp.size());
+      const size_t have = workspace_bytes(s, shp);
+      if (have == 0) continue;  // not valid for this shape
+      CHECK(have >= detail::workspace_request(detail::topk_decode_workspace(shp.size(), shared)));
+    }
+  }
+}

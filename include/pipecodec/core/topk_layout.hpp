@@ -196,6 +196,14 @@ PIPECODEC_HD topk_workspace make_topk_workspace(const topk_desc& d, const topk_l
   return w;
 }
 
+// Workspace of the CUDA decoder of a TopK / RandK payload of n elements: the status area,
+// the chunk offsets of one large unit's positions, and (positions not from a mask) the
+// candidates of a RandK re-selection. workspace_bytes(spec, shape) of any TopK / RandK spec
+// of that shape is at least this.
+PIPECODEC_HD uint64_t topk_decode_workspace(uint64_t n, bool mask) {
+  return workspace_status_bytes + topk_grid_state_bytes + (mask ? 0 : align16(n));
+}
+
 // Base pointer that makes the quant layout's offsets land inside the values section.
 PIPECODEC_HD uint64_t quant_base(const topk_layout& L) { return L.values_offset - header_bytes; }
 

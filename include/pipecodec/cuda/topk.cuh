@@ -7,7 +7,9 @@
 // is not 4-byte aligned, the bitmap until it is copied into the payload.
 //
 // Selection: one block per unit (scope=row, or a tensor shorter than topk_grid_min_len);
-// a longer tensor is selected by the whole grid (detail/topk_grid_select.cuh). Quantized
+// a longer tensor is selected by the whole grid (detail/topk_grid_select.cuh), and its
+// positions are checked and enumerated by the whole grid when decoding or when taken from a
+// shared mask (detail/topk_positions.cuh). Quantized
 // values are gathered into the workspace, then quantized by the quantization kernels
 // (detail/quant_encode.cuh) exactly as host::encode quantizes them.
 //
@@ -15,8 +17,8 @@
 // cuda::read_status): decode_topk / decode_shared validate the payload (and mask) and write
 // `out` only if they passed. encode_shared validates its mask the same way: when the mask is
 // rejected the status word says why and the payload must not be used.
-// Decode workspace: at least workspace_request(workspace_status_bytes + align16(n)) bytes
-// (decode_shared: workspace_status_bytes), which workspace_bytes(spec, shape) provides.
+// Decode workspace: at least workspace_request(topk_decode_workspace(n, mask)) bytes, which
+// workspace_bytes(spec, shape) provides.
 //
 // Public entry points: cuda::encode (codec topk/randk), cuda::encode_shared,
 // cuda::decode_topk(_accumulate), cuda::decode_shared(_accumulate) in cuda/codec.cuh.
@@ -37,7 +39,7 @@ namespace pipecodec::cuda::detail {
 template <dtype T, bool RandK>
 inline status launch_select(const topk_encode_args& a, uint8_t* state, uint32_t cap, cudaStream_t stream) {
   const topk_layout& L = a.L;
-  if (L.units == 1 && L.unit_len >= topk_grid_min_len) {
+  if (grid_unit(L)) {
     if constexpr (RandK)
       return launch_grid_select(device_randk_keys{a.d.seed, 0}, L.unit_len, L.k, a.cand, state,
                                 kept_emitter<T>{a, 0}, cap, stream);
@@ -120,21 +122,23 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
   uint8_t* state = ws + W.state_offset + align16(16 * L.units);
   status* code = reinterpret_cast<status*>(ws);
   status st = status::success;
+  ulonglong2* offsets = reinterpret_cast<ulonglong2*>(state + topk_grid_counts_offset);
+  const uint32_t positions_blocks = positions_grid(L.units, L.n);
   if (mask != nullptr) {
+    const uint8_t* mp = static_cast<const uint8_t*>(mask);
     if (cudaMemsetAsync(ws, 0, 16, stream) != cudaSuccess) return status::cuda_error;
-    const uint32_t grid = L.units == 0 ? 1u : L.units < 65535 ? uint32_t(L.units) : 65535u;
-    launch<topk_validate_kernel<topk_threads>>(grid, topk_threads, 0, stream, p, L.total,
-                                               static_cast<const uint8_t*>(mask), mask_len, in.shp,
-                                               topk_check::mask_only, code);
+    launch<topk_validate_kernel<topk_threads>>(positions_blocks, topk_threads, 0, stream, p, L.total, mp, mask_len,
+                                               in.shp, topk_check::mask_only, code, offsets);
+    if (grid_unit(L))
+      launch<topk_grid_rank_kernel<topk_threads>>(1, topk_threads, 0, stream, mp, mask_len, offsets, code);
     if (!ok(st = last_launch_status())) return st;
   }
   if (L.units > 0 && L.kept > 0) {
     st = dispatch_dtype(in.type, [&](auto tc) {
       constexpr dtype T = decltype(tc)::value;
       if (mask != nullptr) {
-        const uint32_t grid = L.units < 65535 ? uint32_t(L.units) : 65535u;
-        launch<topk_encode_masked_kernel<T>>(grid, topk_threads, 0, stream, args,
-                                             static_cast<const uint8_t*>(mask), mask_len, code);
+        launch<topk_encode_masked_kernel<T>>(positions_blocks, topk_threads, 0, stream, args,
+                                             static_cast<const uint8_t*>(mask), mask_len, code, offsets);
         return last_launch_status();
       }
       return d.codec == codec_id::randk ? launch_select<T, true>(args, state, cap, stream)
@@ -180,31 +184,37 @@ inline status decode_sparse(const void* payload, size_t len, const void* mask, s
   if (payload == nullptr || workspace == nullptr || !valid_dtype(uint8_t(out.type))) return status::invalid_argument;
   if (!out.shp.count(n) || n > max_elements) return status::shape_mismatch;
   if (out.data == nullptr && n > 0) return status::invalid_argument;
-  // RandK decode re-selects its positions, with candidates after the status word; positions
-  // from a mask need no more than the status word, which workspace_bytes() of a shared-mask
-  // spec (for any n) covers.
-  const uint64_t need = workspace_status_bytes + (mask != nullptr ? 0 : align16(n));
-  if (workspace_size < workspace_request(need)) return status::workspace_too_small;
+  if (workspace_size < workspace_request(topk_decode_workspace(n, mask != nullptr))) return status::workspace_too_small;
   if (!element_aligned(out.data, out.type)) return status::misaligned;
   const uint64_t out_bytes = n * dtype_bytes(out.type);
   if (host::detail::overlaps(out.data, out_bytes, payload, len) ||
       host::detail::overlaps(out.data, out_bytes, workspace, workspace_size) ||
       host::detail::overlaps(out.data, out_bytes, mask, mask_len))
     return status::aliasing;
+  uint32_t cap = 0;
+  if (const status st = grid_cap(cap); !ok(st)) return st;
   uint8_t* ws = align_workspace(workspace);
   status* code = reinterpret_cast<status*>(ws);
+  ulonglong2* offsets = reinterpret_cast<ulonglong2*>(ws + workspace_status_bytes + topk_grid_counts_offset);
+  uint32_t* cand = reinterpret_cast<uint32_t*>(ws + workspace_status_bytes + topk_grid_state_bytes);  // RandK
   if (cudaMemsetAsync(ws, 0, 16, stream) != cudaSuccess) return status::cuda_error;
-  const uint32_t grid = out.shp.rows == 0 ? 1u : out.shp.rows < 65535 ? uint32_t(out.shp.rows) : 65535u;
+  const uint32_t grid = positions_grid(out.shp.rows, n);
   const uint8_t* p = static_cast<const uint8_t*>(payload);
   const uint8_t* mp = static_cast<const uint8_t*>(mask);
   launch<topk_validate_kernel<topk_threads>>(grid, topk_threads, 0, stream, p, len, mp, mask_len, out.shp,
-                                             mask ? topk_check::shared : topk_check::alone, code);
+                                             mask ? topk_check::shared : topk_check::alone, code, offsets);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
   if (const status st = launch_expect_codec(p, len, expect, code, stream); !ok(st)) return st;
-  uint32_t* cand = reinterpret_cast<uint32_t*>(ws + workspace_status_bytes);
+  // Whether the positions are one grid_unit bitmap is known only on the device.
+  if (n >= topk_grid_min_len)
+    launch<topk_grid_rank_kernel<topk_threads>>(1, topk_threads, 0, stream, mask ? mp : p, mask ? mask_len : len,
+                                                offsets, code);
   return dispatch_dtype(out.type, [&](auto oc) {
-    launch<topk_scatter_kernel<decltype(oc)::value, Accumulate>>(grid, topk_threads, 0, stream, p, len, mp,
-                                                                 mask_len, out.data, code, cand);
+    constexpr dtype Out = decltype(oc)::value;
+    if (!Accumulate)
+      launch<topk_zero_kernel<Out>>(grid_for(n, block_threads, cap), block_threads, 0, stream, out.data, n, code);
+    launch<topk_scatter_kernel<Out, Accumulate>>(grid, topk_threads, 0, stream, p, len, mp, mask_len, out.data, code,
+                                                 offsets, cand);
     return last_launch_status();
   });
 }

@@ -1,20 +1,19 @@
 // Decoding TopK / RandK payloads on the device without a host round trip. The host cannot
-// read the payload, so a validation kernel (one block per unit) parses the header with the
-// host's functions and checks the unit's positions and stored quantization parameters; any
-// failure is recorded in the status word at the start of the (aligned) workspace, the
-// layout cuda::read_status reads. The scatter kernel runs only when that word is still
-// success, so a rejected payload leaves the output untouched. The same validation guards a
-// shared-mask encode, which checks its mask before using it.
+// read the payload, so every kernel parses the header itself with the host's functions and
+// takes the path the payload needs. A validation kernel checks the positions (one block per
+// unit, or the whole grid for one large unit: topk_positions.cuh) and the stored
+// quantization parameters; any failure is recorded in the status word at the start of the
+// (aligned) workspace, the layout cuda::read_status reads. The zeroing and scatter kernels
+// run only when that word is still success, so a rejected payload leaves the output
+// untouched. The same validation guards a shared-mask encode, which checks its mask before
+// using it.
 #pragma once
 
 #include "../../core/topk_format.hpp"
 #include "topk_kernels.cuh"
+#include "topk_positions.cuh"
 
 namespace pipecodec::cuda::detail {
-
-__device__ __forceinline__ void record(status* code, status st) {
-  atomicExch(reinterpret_cast<int*>(code), int(st));
-}
 
 // What the validation kernel checks, mirroring host::detail::decode_topk / decode_shared /
 // encode_shared: a payload decoded alone, a shared-mask payload and its mask, or a mask for
@@ -32,39 +31,10 @@ __device__ inline status check_mask(const uint8_t* mask, uint64_t mask_len, cons
   return st;
 }
 
-// Block-wide check of unit u's positions (host::detail::validate_positions).
-__device__ inline void check_unit_positions(const topk_payload& tp, uint64_t u, unsigned long long& count,
-                                            status* code) {
-  const topk_layout& L = tp.layout;
-  const uint8_t* idx = tp.bytes + L.index_offset;
-  if (tp.desc.index == index_layout::bitmap) {
-    if (threadIdx.x == 0) count = 0;
-    __syncthreads();
-    const bitmap_keys key{idx, u * L.unit_len};
-    for (uint64_t i = threadIdx.x; i < L.unit_len; i += blockDim.x)
-      if (key(i)) atomicAdd(&count, 1ull);
-    if (u == 0)  // nothing may be set at or after bit n
-      for (uint64_t i = L.n + threadIdx.x; i < 8 * index_section_bytes(index_layout::bitmap, L.kept, L.n);
-           i += blockDim.x)
-        if ((idx[i / 8] >> (i % 8)) & 1u) record(code, status::corrupt_payload);
-    __syncthreads();
-    if (threadIdx.x == 0 && count != L.k) record(code, status::corrupt_payload);
-    __syncthreads();
-    return;
-  }
-  const bool u32 = tp.desc.index == index_layout::u32;
-  for (uint64_t j = threadIdx.x; j < L.k; j += blockDim.x) {
-    const uint64_t e = u * L.k + j;
-    const uint64_t i = u32 ? get_u32(idx + 4 * e) : get_u16(idx + 2 * e);
-    const uint64_t prev = j == 0 ? 0 : u32 ? get_u32(idx + 4 * (e - 1)) : get_u16(idx + 2 * (e - 1));
-    if (i >= L.unit_len || (j > 0 && i <= prev)) record(code, status::corrupt_payload);
-  }
-}
-
 template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads)
     topk_validate_kernel(const uint8_t* payload, uint64_t len, const uint8_t* mask, uint64_t mask_len, shape want,
-                         topk_check what, status* code) {
+                         topk_check what, status* code, ulonglong2* counts) {
   PIPECODEC_SHARED(topk_payload, tp);
   PIPECODEC_SHARED(topk_payload, mp);
   PIPECODEC_SHARED(int, parsed_ok);
@@ -82,8 +52,11 @@ __global__ void __launch_bounds__(Threads)
   __syncthreads();
   if (!parsed_ok) return;
   const topk_payload& pos = what == topk_check::alone ? tp : mp;
-  if (has_index_section(pos.desc))
+  if (has_index_section(pos.desc) && grid_unit(pos.layout)) {
+    check_grid_positions(pos, counts, count, code);
+  } else if (has_index_section(pos.desc)) {
     for (uint64_t u = blockIdx.x; u < pos.layout.units; u += gridDim.x) check_unit_positions(pos, u, count, code);
+  }
   if (what == topk_check::mask_only || tp.desc.values != value_kind::quant) return;
   const quant_payload qp = values_as_quant(tp);  // host::detail::validate_values
   for (uint64_t g = uint64_t(blockIdx.x) * Threads + threadIdx.x; g < qp.layout.groups;
@@ -113,12 +86,19 @@ __device__ inline float kept_value(const topk_payload& tp, uint64_t e) {
   return dequantize(c, scale, offset, consts_for(bits, qp.q.scale).zero);
 }
 
-// One block per unit: zero the unit (dense decode), then write its kept values, at positions
-// from the payload, from its shared mask, or (RandK) re-derived from the seed.
+// A dense decode's output is zeroed by the whole grid once the payload was accepted.
+template <dtype Out>
+__global__ void __launch_bounds__(block_threads) topk_zero_kernel(void* out, uint64_t n, const status* code) {
+  if (!ok(*code)) return;
+  for (uint64_t i = global_thread(); i < n; i += thread_count()) store<Out>(out, i, 0.0F);
+}
+
+// Writes the kept values of an accepted payload at positions from the payload, from its
+// shared mask (for_each_position), or (RandK) re-derived from the seed by one block per unit.
 template <dtype Out, bool Accumulate>
 __global__ void __launch_bounds__(topk_threads)
     topk_scatter_kernel(const uint8_t* payload, uint64_t len, const uint8_t* mask, uint64_t mask_len, void* out,
-                        const status* code, uint32_t* cand) {
+                        const status* code, const ulonglong2* offsets, uint32_t* cand) {
   PIPECODEC_SHARED(topk_payload, tp);
   PIPECODEC_SHARED(topk_payload, mp);
   PIPECODEC_SHARED(topk_block_storage, s);
@@ -129,26 +109,21 @@ __global__ void __launch_bounds__(topk_threads)
   }
   __syncthreads();
   const topk_layout& L = tp.layout;
+  auto put = [&](uint64_t u, uint64_t j, uint64_t i) {
+    const uint64_t pos = u * L.unit_len + i;
+    const float v = kept_value(tp, u * L.k + j);
+    store<Out>(out, pos, Accumulate ? add_rn(load<Out>(out, pos), v) : v);
+  };
+  if (has_index_section(tp.desc) || mask != nullptr) {
+    for_each_position(mask != nullptr ? mp : tp, offsets, s, put);
+    return;
+  }
   const uint64_t m = L.unit_len;
-  for (uint64_t u = blockIdx.x; u < L.units; u += gridDim.x) {
-    if (!Accumulate)
-      for (uint64_t i = threadIdx.x; i < m; i += topk_threads) store<Out>(out, u * m + i, 0.0F);
-    __syncthreads();
-    auto put = [&](uint64_t j, uint64_t i) {
-      const uint64_t pos = u * m + i;
-      const float v = kept_value(tp, u * L.k + j);
-      store<Out>(out, pos, Accumulate ? add_rn(load<Out>(out, pos), v) : v);
-    };
-    if (mask != nullptr) {
-      block_for_each_position(mp, u, s, put);
-    } else if (tp.desc.codec == codec_id::randk) {  // positions re-derived from the seed
-      const device_randk_keys key{tp.desc.seed, u * m};
-      block_radix_select(key, m, L.k, cand + u * (m / 4), m / 4, s);
-      const topk_threshold t = s.t;
-      block_compact(key, m, t, s, put);
-    } else {
-      block_for_each_position(tp, u, s, put);
-    }
+  for (uint64_t u = blockIdx.x; u < L.units; u += gridDim.x) {  // RandK
+    const device_randk_keys key{tp.desc.seed, u * m};
+    block_radix_select(key, m, L.k, cand + u * (m / 4), m / 4, s);
+    const topk_threshold t = s.t;
+    block_compact(key, m, t, s, [&](uint64_t j, uint64_t i) { put(u, j, i); });
     __syncthreads();
   }
 }

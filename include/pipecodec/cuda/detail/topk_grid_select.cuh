@@ -41,6 +41,10 @@ static_assert(topk_grid_chunks % topk_threads == 0, "chunk counts must split eve
 // Units at least this long use the multi-block select when they are the only unit.
 constexpr uint64_t topk_grid_min_len = uint64_t(1) << 16;
 
+// A single unit long enough for the whole grid: selected, and its positions checked and
+// enumerated (topk_positions.cuh), by every block instead of one.
+PIPECODEC_HD bool grid_unit(const topk_layout& L) { return L.units == 1 && L.unit_len >= topk_grid_min_len; }
+
 template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads) topk_grid_init_kernel(topk_grid_state* g, uint64_t m, uint64_t k) {
   for (uint32_t b = threadIdx.x; b < topk_radix_buckets; b += Threads) g->hist[b] = 0;
@@ -163,25 +167,31 @@ __global__ void __launch_bounds__(topk_threads)
   }
 }
 
-// One block: the counts become exclusive prefix sums (the offsets of each chunk).
-template <uint32_t Threads>
-__global__ void __launch_bounds__(Threads) topk_grid_scan_kernel(ulonglong2* counts, uint64_t chunks) {
-  static_assert(Threads == topk_threads, "uses topk_scan");
-  constexpr uint32_t per = uint32_t(topk_grid_chunks / Threads);
-  PIPECODEC_SHARED(typename topk_scan::TempStorage, tmp);
-  unsigned long long gt[per], eq[per], gt_before[per], eq_before[per];
+// All threads of one block: counts[0, chunks) become exclusive prefix sums (the offsets of
+// each chunk); returns the totals.
+__device__ inline ulonglong2 block_offsets(ulonglong2* counts, uint64_t chunks, typename topk_scan::TempStorage& tmp) {
+  constexpr uint32_t per = uint32_t(topk_grid_chunks / topk_threads);
+  unsigned long long gt[per], eq[per], gt_before[per], eq_before[per], gt_total = 0, eq_total = 0;
   for (uint32_t j = 0; j < per; ++j) {
     const uint64_t c = uint64_t(threadIdx.x) * per + j;
     gt[j] = c < chunks ? counts[c].x : 0;
     eq[j] = c < chunks ? counts[c].y : 0;
   }
-  topk_scan(tmp).ExclusiveSum(gt, gt_before);
+  topk_scan(tmp).ExclusiveSum(gt, gt_before, gt_total);
   __syncthreads();  // tmp is reused
-  topk_scan(tmp).ExclusiveSum(eq, eq_before);
+  topk_scan(tmp).ExclusiveSum(eq, eq_before, eq_total);
   for (uint32_t j = 0; j < per; ++j) {
     const uint64_t c = uint64_t(threadIdx.x) * per + j;
     if (c < chunks) counts[c] = make_ulonglong2(gt_before[j], eq_before[j]);
   }
+  return make_ulonglong2(gt_total, eq_total);
+}
+
+template <uint32_t Threads>
+__global__ void __launch_bounds__(Threads) topk_grid_scan_kernel(ulonglong2* counts, uint64_t chunks) {
+  static_assert(Threads == topk_threads, "uses block_offsets");
+  PIPECODEC_SHARED(typename topk_scan::TempStorage, tmp);
+  (void)block_offsets(counts, chunks, tmp);
 }
 
 // One block per chunk: emit(j, i) for its kept positions, ranks from the chunk's offsets.

@@ -1,12 +1,12 @@
 // Kernels of the CUDA TopK / RandK encoder: the header written from a by-value copy; one
 // block per unit that selects (detail/topk_select.cuh) and writes positions and values (or,
 // for quantized values, gathers them into the workspace); and the shared-mask encoder that
-// takes its positions from a validated TopK payload.
+// takes its positions from a validated TopK payload (detail/topk_positions.cuh).
 #pragma once
 
 #include "../../core/topk_format.hpp"
 #include "portable.cuh"
-#include "topk_select.cuh"
+#include "topk_positions.cuh"
 
 namespace pipecodec::cuda::detail {
 
@@ -107,46 +107,19 @@ __global__ void __launch_bounds__(topk_threads) topk_encode_kernel(topk_encode_a
   }
 }
 
-// Bits of a bitmap as keys: 1 where set. block_compact with threshold (~0, 0, 0) then emits
-// exactly the set bits, ranked in ascending order.
-struct bitmap_keys {
-  const uint8_t* bm;
-  uint64_t base;
-  __device__ uint32_t operator()(uint64_t i) const { return (bm[(base + i) / 8] >> ((base + i) % 8)) & 1u; }
-};
-
-// Calls f(j, i) for every kept position i (rank j) of unit u of a validated TopK payload with
-// an index section; all threads of the block call it together.
-template <class F>
-__device__ void block_for_each_position(const topk_payload& tp, uint64_t u, topk_block_storage& s, F&& f) {
-  const topk_layout& L = tp.layout;
-  const uint8_t* idx = tp.bytes + L.index_offset;
-  if (tp.desc.index == index_layout::bitmap) {
-    topk_threshold t;
-    t.mask = ~0u;
-    block_compact(bitmap_keys{idx, u * L.unit_len}, L.unit_len, t, s, f);
-    return;
-  }
-  for (uint64_t j = threadIdx.x; j < L.k; j += blockDim.x) {
-    const uint64_t e = u * L.k + j;
-    f(j, tp.desc.index == index_layout::u32 ? get_u32(idx + 4 * e) : get_u16(idx + 2 * e));
-  }
-}
-
-// Shared mask: one block per unit writes the values at the positions of `mask`, which the
-// validation kernel checked (status word `code`); nothing is written if it was rejected.
+// Shared mask: writes the values at the positions of `mask`, which the validation kernel
+// checked (status word `code`; bitmap chunk offsets at `offsets`); nothing is written if it
+// was rejected.
 template <dtype T>
 __global__ void __launch_bounds__(topk_threads)
-    topk_encode_masked_kernel(topk_encode_args a, const uint8_t* mask, uint64_t mask_len, const status* code) {
+    topk_encode_masked_kernel(topk_encode_args a, const uint8_t* mask, uint64_t mask_len, const status* code,
+                              const ulonglong2* offsets) {
   PIPECODEC_SHARED(topk_payload, mp);
   PIPECODEC_SHARED(topk_block_storage, s);
   if (!ok(*code)) return;
   if (threadIdx.x == 0) (void)parse_topk_payload(mask, mask_len, mp);  // validated already
   __syncthreads();
-  for (uint64_t u = blockIdx.x; u < a.L.units; u += gridDim.x) {
-    block_for_each_position(mp, u, s, [&](uint64_t j, uint64_t i) { emit_kept<T>(a, u, j, i); });
-    __syncthreads();
-  }
+  for_each_position(mp, offsets, s, [&](uint64_t u, uint64_t j, uint64_t i) { emit_kept<T>(a, u, j, i); });
 }
 
 }  // namespace pipecodec::cuda::detail
