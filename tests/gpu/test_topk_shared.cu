@@ -30,6 +30,25 @@ spec parsed(const std::string& text) {
   return s;
 }
 
+// encode_shared and decode_shared with `mask` give the host's statuses (accepted exactly
+// when `good`), the host's payload when accepted, and an output untouched when rejected.
+void check_mask_verdict(testg::gpu_backend& b, const spec& vs, const std::vector<uint8_t>& x,
+                        const std::vector<uint8_t>& vals, const std::vector<uint8_t>& mask, shape shp, bool good) {
+  const dtype t = dtype::f32;
+  std::vector<uint8_t> want, got;
+  const status hs = testk_gpu::host_encode(vs, x, t, shp, 0, want, &mask);
+  CHECK(ok(hs) == good);
+  CHECK(b.encode_shared(vs, x, t, shp, 0, mask, got) == hs);
+  if (good) CHECK(testb::first_difference(got, want) == -1);
+  for (bool acc : {false, true}) {
+    std::vector<uint8_t> hy = testb::accumulator(t, shp.size(), 6), dy = hy;
+    const status hd = host_decode_shared(vals, mask, t, shp, hy, acc);
+    CHECK(ok(hd) == good);
+    CHECK(b.decode_topk(vals, &mask, t, shp, dy, acc) == hd);
+    CHECK(testb::first_difference(dy, hy) == -1);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("cuda topk shared mask: payloads and decodes equal the host") {
@@ -103,17 +122,7 @@ TEST_CASE("cuda topk shared mask: bad masks get the host's status") {
   REQUIRE(ok(testk_gpu::host_encode(parsed("randk:ratio=0.1,scope=row"), x, t, shp, 0, masks.back().mask)));
   for (const bad& m : masks) {
     CAPTURE_TEXT(m.what);
-    std::vector<uint8_t> want, got;
-    const status hs = testk_gpu::host_encode(vs, x, t, shp, 0, want, &m.mask);
-    CHECK(!ok(hs));
-    CHECK(b.encode_shared(vs, x, t, shp, 0, m.mask, got) == hs);
-    for (bool acc : {false, true}) {
-      std::vector<uint8_t> hy = testb::accumulator(t, shp.size(), 6), dy = hy;
-      const status hd = host_decode_shared(vals, m.mask, t, shp, hy, acc);
-      CHECK(!ok(hd));
-      CHECK(b.decode_topk(vals, &m.mask, t, shp, dy, acc) == hd);
-      CHECK(testb::first_difference(dy, hy) == -1);
-    }
+    check_mask_verdict(b, vs, x, vals, m.mask, shp, false);
   }
 }
 
@@ -139,21 +148,10 @@ TEST_CASE("cuda topk shared mask: a large mask is validated by the whole grid, f
     CAPTURE_TEXT(m.mask_spec);
     CAPTURE_TEXT(m.what);
     const spec vs = parsed("topk:ratio=0.02,scope=tensor,mask=shared,values=bf16");
-    std::vector<uint8_t> mask, vals, want, got;
+    std::vector<uint8_t> mask, vals;
     REQUIRE(ok(testk_gpu::host_encode(parsed(m.mask_spec), x, t, shp, 0, mask)));
     REQUIRE(ok(testk_gpu::host_encode(vs, x, t, shp, 0, vals, &mask)));
     testk_gpu::corrupt(mask, m.what);
-    const bool good = std::string(m.what) == "none";
-    const status hs = testk_gpu::host_encode(vs, x, t, shp, 0, want, &mask);
-    CHECK(ok(hs) == good);
-    CHECK(b.encode_shared(vs, x, t, shp, 0, mask, got) == hs);
-    if (good) CHECK(testb::first_difference(got, want) == -1);
-    for (bool acc : {false, true}) {
-      std::vector<uint8_t> hy = testb::accumulator(t, shp.size(), 6), dy = hy;
-      const status hd = host_decode_shared(vals, mask, t, shp, hy, acc);
-      CHECK(ok(hd) == good);
-      CHECK(b.decode_topk(vals, &mask, t, shp, dy, acc) == hd);
-      CHECK(testb::first_difference(dy, hy) == -1);
-    }
+    check_mask_verdict(b, vs, x, vals, mask, shp, std::string(m.what) == "none");
   }
 }

@@ -52,10 +52,11 @@ __global__ void __launch_bounds__(Threads)
   __syncthreads();
   if (!parsed_ok) return;
   const topk_payload& pos = what == topk_check::alone ? tp : mp;
-  if (has_index_section(pos.desc) && grid_unit(pos.layout)) {
-    check_grid_positions(pos, counts, count, code);
-  } else if (has_index_section(pos.desc)) {
-    for (uint64_t u = blockIdx.x; u < pos.layout.units; u += gridDim.x) check_unit_positions(pos, u, count, code);
+  if (has_index_section(pos.desc)) {
+    if (grid_unit(pos.layout))
+      check_grid_positions(pos, counts, count, code);
+    else
+      for (uint64_t u = blockIdx.x; u < pos.layout.units; u += gridDim.x) check_unit_positions(pos, u, count, code);
   }
   if (what == topk_check::mask_only || tp.desc.values != value_kind::quant) return;
   const quant_payload qp = values_as_quant(tp);  // host::detail::validate_values

@@ -134,6 +134,7 @@ __global__ void __launch_bounds__(Threads) topk_grid_choose_kernel(topk_grid_sta
 // Chunks of the compaction: a multiple of the block's tile, at most topk_grid_chunks.
 struct topk_chunking {
   uint64_t len = 0, count = 0;
+  PIPECODEC_HD uint64_t end(uint64_t c, uint64_t m) const { return (c + 1) * len < m ? (c + 1) * len : m; }
 };
 PIPECODEC_HD topk_chunking topk_chunks_for(uint64_t m) {
   constexpr uint64_t tile = uint64_t(topk_threads) * topk_items;
@@ -153,9 +154,8 @@ __global__ void __launch_bounds__(topk_threads)
   PIPECODEC_SHARED(typename reduce_t::TempStorage[2], tmp);
   const topk_threshold t = g->t;
   for (uint64_t c = blockIdx.x; c < ch.count; c += gridDim.x) {
-    const uint64_t begin = c * ch.len, end = begin + ch.len < m ? begin + ch.len : m;
     unsigned long long gt = 0, eq = 0;
-    for (uint64_t i = begin + threadIdx.x; i < end; i += topk_threads) {
+    for (uint64_t i = c * ch.len + threadIdx.x; i < ch.end(c, m); i += topk_threads) {
       const uint32_t x = key(i) & t.mask;
       gt += x > t.prefix;
       eq += x == t.prefix;
@@ -194,17 +194,22 @@ __global__ void __launch_bounds__(Threads) topk_grid_scan_kernel(ulonglong2* cou
   (void)block_offsets(counts, chunks, tmp);
 }
 
-// One block per chunk: emit(j, i) for its kept positions, ranks from the chunk's offsets.
+// Every block of the grid: emit(j, i) for the kept positions of its chunks, ranks from the
+// chunks' offsets.
+template <class Keys, class Emitter>
+__device__ void grid_compact_chunks(const Keys& key, uint64_t m, const topk_threshold& t, const ulonglong2* offsets,
+                                    topk_block_storage& s, Emitter&& emit) {
+  const topk_chunking ch = topk_chunks_for(m);
+  for (uint64_t c = blockIdx.x; c < ch.count; c += gridDim.x)
+    block_compact_range(key, c * ch.len, ch.end(c, m), offsets[c].x, offsets[c].y, t, s, emit);
+}
+
 template <class Keys, class Emitter>
 __global__ void __launch_bounds__(topk_threads)
-    topk_grid_emit_kernel(Keys key, uint64_t m, topk_chunking ch, const topk_grid_state* g,
-                          const ulonglong2* offsets, Emitter emit) {
+    topk_grid_emit_kernel(Keys key, uint64_t m, const topk_grid_state* g, const ulonglong2* offsets, Emitter emit) {
   PIPECODEC_SHARED(topk_block_storage, s);
   const topk_threshold t = g->t;
-  for (uint64_t c = blockIdx.x; c < ch.count; c += gridDim.x) {
-    const uint64_t begin = c * ch.len, end = begin + ch.len < m ? begin + ch.len : m;
-    block_compact_range(key, begin, end, offsets[c].x, offsets[c].y, t, s, emit);
-  }
+  grid_compact_chunks(key, m, t, offsets, s, emit);
 }
 
 // Host side: enqueues the whole selection and compaction of one unit of m keys on `stream`.
@@ -228,8 +233,7 @@ inline status launch_grid_select(const Keys& key, uint64_t m, uint64_t k, uint32
   if (ch.count == 0) return last_launch_status();
   launch<topk_grid_count_kernel<Keys>>(uint32_t(ch.count), topk_threads, 0, stream, key, m, ch, g, counts);
   launch<topk_grid_scan_kernel<topk_threads>>(1, topk_threads, 0, stream, counts, ch.count);
-  launch<topk_grid_emit_kernel<Keys, Emitter>>(uint32_t(ch.count), topk_threads, 0, stream, key, m, ch, g,
-                                                counts, emit);
+  launch<topk_grid_emit_kernel<Keys, Emitter>>(uint32_t(ch.count), topk_threads, 0, stream, key, m, g, counts, emit);
   return last_launch_status();
 }
 

@@ -98,8 +98,7 @@ __device__ inline void check_grid_positions(const topk_payload& tp, ulonglong2* 
   for (uint64_t c = blockIdx.x; c < ch.count; c += gridDim.x) {
     if (threadIdx.x == 0) count = 0;
     __syncthreads();
-    const uint64_t begin = c * ch.len, end = begin + ch.len < L.unit_len ? begin + ch.len : L.unit_len;
-    block_count_bits(tp.bytes + L.index_offset, begin, end, count);
+    block_count_bits(tp.bytes + L.index_offset, c * ch.len, ch.end(c, L.unit_len), count);
     __syncthreads();
     if (threadIdx.x == 0) counts[c] = make_ulonglong2(count, 0);
   }
@@ -147,12 +146,7 @@ __device__ void grid_for_each_position(const topk_payload& tp, const ulonglong2*
     for (uint64_t j = global_thread(); j < L.k; j += thread_count()) f(j, index_entry(tp, j));
     return;
   }
-  const topk_chunking ch = topk_chunks_for(L.unit_len);
-  const bitmap_keys key{tp.bytes + L.index_offset, 0};
-  for (uint64_t c = blockIdx.x; c < ch.count; c += gridDim.x) {
-    const uint64_t begin = c * ch.len, end = begin + ch.len < L.unit_len ? begin + ch.len : L.unit_len;
-    block_compact_range(key, begin, end, offsets[c].x, 0, set_bits(), s, f);
-  }
+  grid_compact_chunks(bitmap_keys{tp.bytes + L.index_offset, 0}, L.unit_len, set_bits(), offsets, s, f);
 }
 
 // f(u, j, i) for every unit's kept positions of a validated payload, by the grid or one block
