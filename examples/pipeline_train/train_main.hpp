@@ -1,7 +1,7 @@
-// Pipeline-parallel training of a 4-stage MLP (784-H-H-H-10, ReLU, softmax cross-entropy) on
-// Fashion-MNIST with every stage boundary compressed by a pipecodec policy: activations
-// forward, gradients backward, encode -> bytes -> decode. In one process (default) or over
-// MPI with one rank per stage (--mpi, e.g. mpirun -np 4). Prints progress per epoch and one
+// Pipeline-parallel training of an S-stage MLP (784-H-...-H-10, ReLU, softmax cross-entropy;
+// S = 4 by default) on Fashion-MNIST with every stage boundary compressed by a pipecodec
+// policy: activations forward, gradients backward, encode -> bytes -> decode. In one process
+// (default) or over MPI with one rank per stage (--mpi, e.g. mpirun -np 4). Prints progress per epoch and one
 // line "CSV,<name>,fwd_bits,bwd_bits,bytes_per_step,acc_compressed,acc_plain,codec_share"
 // (tools/demo collects them). Run with --help for the options.
 //
@@ -42,7 +42,7 @@ using clock_type = std::chrono::steady_clock;
 
 struct options {
   std::string name = "run", policy_text, data = "/usr/share/datasets/fashion-mnist";
-  int epochs = 2, hidden = 1024, batch = 100;
+  int epochs = 2, hidden = 1024, batch = 100, stages = 4;
   size_t train_limit = 0, test_limit = 0;
   float lr = 0.02f, momentum = 0.9f;
   uint64_t seed = 1;
@@ -52,10 +52,11 @@ struct options {
 
 // Printed after "usage: <program> ".
 inline const char* usage =
-    "[--policy TEXT] [--name NAME] [--epochs N] [--hidden H] [--batch B]\n"
+    "[--policy TEXT] [--name NAME] [--epochs N] [--hidden H] [--stages S] [--batch B]\n"
     "         [--train N] [--test N] [--lr X] [--momentum X] [--seed N] [--data DIR]\n"
     "         [--min-acc X] [--mpi]\n"
     "  --policy   pipecodec policy text (policy_parse.hpp), default: everything plain fp32\n"
+    "  --stages   S stages, S - 1 compressed boundaries of width H (--mpi: S ranks)\n"
     "  --train/--test  use the first N samples (0: all)   --min-acc  exit 1 below this accuracy\n";
 
 inline bool parse_args(int argc, char** argv, options& o) {
@@ -71,6 +72,7 @@ inline bool parse_args(int argc, char** argv, options& o) {
     else if (a == "--data") o.data = v;
     else if (a == "--epochs") o.epochs = std::atoi(v);
     else if (a == "--hidden") o.hidden = std::atoi(v);
+    else if (a == "--stages") o.stages = std::atoi(v);
     else if (a == "--batch") o.batch = std::atoi(v);
     else if (a == "--train") o.train_limit = size_t(std::atoll(v));
     else if (a == "--test") o.test_limit = size_t(std::atoll(v));
@@ -80,7 +82,7 @@ inline bool parse_args(int argc, char** argv, options& o) {
     else if (a == "--min-acc") o.min_acc = std::atof(v);
     else return false;
   }
-  return o.epochs > 0 && o.hidden > 0 && o.batch > 0;
+  return o.epochs > 0 && o.hidden > 0 && o.batch > 0 && o.stages >= 2 && o.stages <= 64;
 }
 
 template <class Stage>
@@ -89,9 +91,9 @@ struct pipeline {
   transport& t;
 
   pipeline(transport& tr, const options& o, const pipecodec::policy& pol, uint64_t samples) : t(tr) {
-    const int widths[5] = {int(dataset::features), o.hidden, o.hidden, o.hidden, 10};
-    for (int s = 0; s < 4; ++s)
-      stages.emplace_back(t.runs(s) ? new Stage(s, 4, widths[s], widths[s + 1], o.batch, pol, samples, o.seed)
+    auto width = [&](int b) { return b == 0 ? int(dataset::features) : b == o.stages ? 10 : o.hidden; };
+    for (int s = 0; s < o.stages; ++s)
+      stages.emplace_back(t.runs(s) ? new Stage(s, o.stages, width(s), width(s + 1), o.batch, pol, samples, o.seed)
                                     : nullptr);
   }
   // One batch forward (and backward when training). Returns the summed loss and adds the
@@ -105,9 +107,9 @@ struct pipeline {
     for (auto& s : stages)
       if (s) s->forward(t, input.data(), rows, at);
     double loss = 0;
-    if (stages[3]) loss = stages[3]->loss(labels.data(), rows, train, correct);
+    if (stages.back()) loss = stages.back()->loss(labels.data(), rows, train, correct);
     if (!train) return loss;
-    for (int s = 3; s >= 0; --s)
+    for (int s = int(stages.size()) - 1; s >= 0; --s)
       if (stages[size_t(s)]) stages[size_t(s)]->backward(t, rows, at);
     return loss;
   }
@@ -151,7 +153,7 @@ int train_main(int argc, char** argv, const char* prog) {
   if (o.mpi) {
 #ifdef PIPECODEC_WITH_MPI
     MPI_Init(&argc, &argv);
-    auto* m = new mpi_transport(4);
+    auto* m = new mpi_transport(o.stages);
     rank = m->rank();
     tp.reset(m);
 #else
@@ -159,7 +161,7 @@ int train_main(int argc, char** argv, const char* prog) {
     return 2;
 #endif
   } else {
-    tp.reset(new inprocess_transport(4));
+    tp.reset(new inprocess_transport(o.stages));
   }
   const bool talk = rank == 0;
   dataset train_set, test_set;
@@ -169,9 +171,10 @@ int train_main(int argc, char** argv, const char* prog) {
     return 1;
   }
   if (talk)
-    std::printf("[%s] %s, %zu train / %zu test samples, 784-%d-%d-%d-10, batch %d, %d epochs\n  policy: %s\n",
-                o.name.c_str(), o.mpi ? "MPI, 4 ranks" : "in-process", train_set.n, test_set.n, o.hidden,
-                o.hidden, o.hidden, o.batch, o.epochs, pipecodec::to_string(pol).c_str());
+    std::printf("[%s] %s, %zu train / %zu test samples, %d stages 784-%d-...-10, batch %d, %d epochs, seed %llu\n"
+                "  policy: %s\n",
+                o.name.c_str(), o.mpi ? "MPI, one rank per stage" : "in-process", train_set.n, test_set.n,
+                o.stages, o.hidden, o.batch, o.epochs, (unsigned long long)o.seed, pipecodec::to_string(pol).c_str());
   pipeline<Stage> p(*tp, o, pol, train_set.n);
   std::vector<float> input(size_t(o.batch) * 784);
   std::vector<uint8_t> labels(size_t(o.batch));
