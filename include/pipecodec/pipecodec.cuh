@@ -5,6 +5,7 @@
 #include "cuda/aqsgd.cuh"
 #include "cuda/codec.cuh"
 #include "cuda/ef.cuh"
+#include "cuda/ef_sample.cuh"
 #include "cuda/ef21.cuh"
 #include "cuda/state_owners.cuh"
 #include "cuda/warp_quant.cuh"

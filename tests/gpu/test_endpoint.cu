@@ -21,9 +21,10 @@ static_assert(std::is_move_constructible_v<pipecodec::cuda::sender_endpoint> &&
 
 namespace {
 
-// The host endpoints keep AQ-SGD on the host whatever the CUDA side's store.
+// The host endpoints keep per-sample stores on the host whatever the CUDA side's store.
 policy host_twin(policy p) {
   p.all.fwd.state.aqsgd.store = store_location::host;
+  p.all.fwd.state.ef.store = store_location::host;
   return p;
 }
 
@@ -97,6 +98,8 @@ TEST_CASE("CUDA endpoints: payloads and outputs equal the host endpoints' in bot
       "fwd=quant:bits=4+ef(dtype=fp16); warmup=1",
       "fwd=quant:bits=3,group=row+aqsgd(store=device,capacity=32,dtype=bf16); warmup=1",
       "fwd=topk:ratio=0.25,scope=row+aqsgd(store=host,capacity=32); warmup=1",
+      "fwd=quant:bits=2,group=row+ef(scope=sample,store=device,dtype=fp16,capacity=32); warmup=1",
+      "fwd=topk:ratio=0.2,scope=row+ef(scope=sample,capacity=32)",
   };
   for (const char* text : policies) {
     CAPTURE_TEXT(text);

@@ -210,6 +210,8 @@ TEST_CASE("endpoint: set-up and call errors") {
   host::sender_endpoint tx;
   CHECK(tx.init(policy_of("fwd=quant+aqsgd"), 0, direction::fwd, o) != status::success);  // no capacity
   CHECK(tx.init(policy_of("fwd=quant+aqsgd(store=device,capacity=8)"), 0, direction::fwd, o) == status::not_supported);
+  CHECK(tx.init(policy_of("fwd=quant+ef(scope=sample,store=device,capacity=8)"), 0, direction::fwd, o) ==
+        status::not_supported);
   o.max_shape = shape(4, 0);
   CHECK(tx.init(policy_of("fwd=quant"), 0, direction::fwd, o) == status::invalid_shape);
   o.max_shape = shape(4, 64);

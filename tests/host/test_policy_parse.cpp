@@ -111,7 +111,14 @@ TEST_CASE("ef options: per-sample residuals, storage dtype, canonical text") {
   CHECK(st.ef.scope == ef_scope::sample);
   CHECK(st.ef.storage == dtype::f16);
   CHECK(st.ef.capacity == 600);
-  CHECK(to_string(p.all.fwd) == "topk:ratio=0.1,scope=row,index=auto,values=fp32+ef(scope=sample,dtype=fp16,capacity=600)");
+  CHECK(st.ef.store == store_location::host);
+  CHECK(to_string(p.all.fwd) ==
+        "topk:ratio=0.1,scope=row,index=auto,values=fp32+ef(scope=sample,store=host,dtype=fp16,capacity=600)");
+  const policy d = parse_ok("fwd=quant:bits=4+ef(scope=sample,store=device)");
+  CHECK(d.all.fwd.state.ef.store == store_location::device);
+  CHECK(parse_ok(to_string(d)) == d);
+  CHECK(d != parse_ok("fwd=quant:bits=4+ef(scope=sample)"));
+  CHECK(to_string(parse_ok("fwd=quant:bits=4+ef(dtype=bf16)").all.fwd) == "quant:bits=4,group=128,scale=minmax,round=nearest,scale_dtype=fp32+ef(scope=batch,dtype=bf16)");
   // The defaults keep the short form, so existing policy strings stay canonical.
   CHECK(to_string(parse_ok("fwd=quant:bits=4+ef(scope=batch,dtype=fp32)").all.fwd) ==
         to_string(parse_ok("fwd=quant:bits=4+ef").all.fwd));
@@ -135,8 +142,10 @@ TEST_CASE("errors name the bad token and leave the output untouched") {
   CHECK(parse_error("fwd=quant+ef(x=1)").find("unknown ef option 'x'") != std::string::npos);
   CHECK(parse_error("fwd=quant+ef21(dtype=fp16)").find("'ef21'") != std::string::npos);
   CHECK(parse_error("fwd=quant+ef(scope=row)").find("'scope=row'") != std::string::npos);
-  CHECK(parse_error("fwd=quant+ef(store=host)").find("'store'") != std::string::npos);
-  CHECK(parse_error("fwd=quant+ef(capacity=5)").find("needs scope=sample") != std::string::npos);
+  CHECK(parse_ok("fwd=quant+ef(store=host)") == parse_ok("fwd=quant+ef"));  // the default, as capacity=0
+  CHECK(parse_error("fwd=quant+ef(capacity=5)").find("need scope=sample") != std::string::npos);
+  CHECK(parse_error("fwd=quant+ef(store=device)").find("need scope=sample") != std::string::npos);
+  CHECK(parse_error("fwd=quant+ef(scope=sample,store=gpu)").find("bad ef option 'store=gpu'") != std::string::npos);
   CHECK(parse_error("warmup=3weeks").find("'weeks'") != std::string::npos);
   CHECK(parse_error("warmup=epochs").find("'epochs'") != std::string::npos);
   CHECK(parse_error("infer=maybe").find("'maybe'") != std::string::npos);

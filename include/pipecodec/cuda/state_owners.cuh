@@ -1,12 +1,12 @@
-// RAII owners of CUDA state, mirroring host::ef_state, host::ef21_state and host::aqsgd_state
-// (host/ef.hpp, host/ef21.hpp, host/aqsgd.hpp): each allocates its state and workspace once in
-// init() through pluggable allocators (allocators.cuh) and forwards every call to the
-// caller-owned-memory functions of ef.cuh, ef21.cuh and aqsgd.cuh. encode/decode never
-// allocate and never synchronize.
+// RAII owners of CUDA state, mirroring host::ef_state, host::ef_sample_state, host::ef21_state
+// and host::aqsgd_state (host/ef.hpp, ef_sample.hpp, ef21.hpp, aqsgd.hpp): each allocates its
+// state and workspace once in init() through pluggable allocators (allocators.cuh) and forwards
+// every call to the caller-owned-memory functions of ef.cuh, ef_sample.cuh, ef21.cuh and
+// aqsgd.cuh. encode/decode never allocate and never synchronize.
 //
 // init() is stream-ordered: the state is zeroed with cudaMemsetAsync on the stream given to
 // init, so the first encode/decode must be on that stream or ordered after it (an event). A
-// pinned AQ-SGD store is host memory and is zeroed by the host in init.
+// pinned per-sample store is host memory and is zeroed by the host in init.
 #pragma once
 
 #include <cstring>
@@ -14,6 +14,7 @@
 #include "allocators.cuh"
 #include "aqsgd.cuh"
 #include "ef21.cuh"
+#include "ef_sample.cuh"
 
 namespace pipecodec::cuda {
 
@@ -141,12 +142,79 @@ class ef21_state {
   detail::tensor_state st_;
 };
 
-// Owner of one side's AQ-SGD store for batches of up to max_rows samples: the id table (host
-// memory), the rows m (device memory, or pinned host memory with a device staging buffer),
-// the device workspace and two pinned plan buffers. The plans alternate, and a call that
-// reuses one first waits for the stream to pass the call that last uploaded it (an event):
-// the host blocks only when the stream is two calls behind. The receiver's table takes the
-// batch's new ids in commit(), once the device's verdict (read_status(workspace())) is
+namespace detail {
+
+// One side's per-sample store for batches of up to max_rows samples (AQ-SGD m, per-sample EF
+// residuals): the id table (host memory), the rows (device memory, or pinned host memory with
+// a device staging buffer), the device workspace and two pinned plan buffers. The plans
+// alternate, and a call that reuses one first waits for the stream to pass the call that last
+// uploaded it (an event): the host blocks only when the stream is two calls behind.
+class sample_store_owner {
+ public:
+  [[nodiscard]] status init(const host::aqsgd_config& c, uint64_t max_rows, bool pinned_store, size_t workspace,
+                            cudaStream_t stream, const allocator& device, const allocator& pinned,
+                            const allocator& host_mem) {
+    const size_t row_bytes = size_t(c.cols) * dtype_bytes(c.state_type);
+    status st = table_.allocate(size_t(aqsgd_table_bytes(c.capacity)), host_mem);
+    if (ok(st)) st = rows_.allocate(size_t(host::aqsgd_rows_bytes(c)), pinned_store ? pinned : device);
+    if (ok(st) && pinned_store) st = staging_.allocate(size_t(max_rows) * row_bytes, device);
+    if (ok(st)) st = ws_.allocate(workspace, device);
+    for (int i = 0; i < 2 && ok(st); ++i) st = plan_[i].allocate(pipecodec::cuda::aqsgd_plan_bytes(max_rows), pinned);
+    for (int i = 0; i < 2 && ok(st); ++i) st = done_[i].create();
+    if (ok(st)) st = init_aqsgd_table(table_.data(), table_.size(), c.capacity, store_.table);
+    if (!ok(st)) return st;
+    if (pinned_store) {
+      std::memset(rows_.data(), 0, rows_.size());  // fresh host memory: no stream work can touch it
+    } else {
+      st = zero_async(rows_.data(), rows_.size(), stream);
+      if (!ok(st)) return st;
+    }
+    store_.rows = tensor_view{rows_.data(), c.state_type, shape(c.capacity, c.cols)};
+    store_.staging = pinned_store ? tensor_view{staging_.data(), c.state_type, shape(max_rows, c.cols)} : tensor_view{};
+    cfg_ = c;
+    max_rows_ = max_rows;
+    return status::success;
+  }
+
+  // Runs call(plan, plan_size, workspace, workspace_size) with the plan buffer of this call
+  // (not the last successful call's, which commit() may still read), once the stream has
+  // passed that buffer's last upload. A failed call may have enqueued an upload of its plan
+  // too: the event is recorded either way; only a successful call's plan is the one
+  // last_plan() returns.
+  template <class Call>
+  [[nodiscard]] status run(cudaStream_t stream, Call&& call) {
+    if (store_.table.words == nullptr) return status::invalid_argument;  // init() did not succeed
+    const int next = last_ ^ 1;
+    status st = done_[next].wait();
+    if (!ok(st)) return st;
+    st = call(plan_[next].data(), plan_[next].size(), ws_.data(), ws_.size());
+    const status rec = done_[next].record(stream);
+    if (!ok(st)) return st;
+    last_ = next;
+    return rec;
+  }
+
+  const void* last_plan() const { return plan_[last_].data(); }
+  const host::aqsgd_config& config() const { return cfg_; }
+  aqsgd_device_store& store() { return store_; }
+  const aqsgd_device_store& store() const { return store_; }
+  uint64_t max_rows() const { return max_rows_; }
+  uint64_t count() const { return store_.table.words ? store_.table.count() : 0; }
+  const void* workspace() const { return ws_.data(); }
+
+ private:
+  host::aqsgd_config cfg_{};
+  uint64_t max_rows_ = 0;
+  aqsgd_device_store store_{};
+  owned_bytes table_, rows_, staging_, ws_, plan_[2];
+  owned_event done_[2];
+  int last_ = 1;
+};
+
+}  // namespace detail
+
+// Owner of one side's AQ-SGD store (detail::sample_store_owner). The receiver's table takes
+// the batch's new ids in commit(), once the device's verdict (read_status(workspace())) is
 // success; commit before the next decode.
 class aqsgd_state {
  public:
@@ -157,96 +225,93 @@ class aqsgd_state {
     if (!ok(st)) return st;
     const size_t msg = host::aqsgd_message_bytes(c, max_rows);
     if (msg == 0) return status::invalid_spec;
-    const size_t row_bytes = size_t(c.cols) * dtype_bytes(c.state_type);
-    st = table_.allocate(size_t(aqsgd_table_bytes(c.capacity)), host_mem);
-    if (ok(st)) st = rows_.allocate(size_t(host::aqsgd_rows_bytes(c)), pinned_store ? pinned : device);
-    if (ok(st) && pinned_store) st = staging_.allocate(size_t(max_rows) * row_bytes, device);
-    if (ok(st)) st = ws_.allocate(pipecodec::cuda::aqsgd_workspace_bytes(c, max_rows), device);
-    for (int i = 0; i < 2 && ok(st); ++i) st = plan_[i].allocate(pipecodec::cuda::aqsgd_plan_bytes(max_rows), pinned);
-    for (int i = 0; i < 2 && ok(st); ++i) st = done_[i].create();
-    if (ok(st)) st = init_aqsgd_table(table_.data(), table_.size(), c.capacity, store_.table);
-    if (!ok(st)) return st;
-    if (pinned_store) {
-      std::memset(rows_.data(), 0, rows_.size());  // fresh host memory: no stream work can touch it
-    } else {
-      st = detail::zero_async(rows_.data(), rows_.size(), stream);
-      if (!ok(st)) return st;
-    }
-    store_.rows = tensor_view{rows_.data(), c.state_type, shape(c.capacity, c.cols)};
-    store_.staging = pinned_store ? tensor_view{staging_.data(), c.state_type, shape(max_rows, c.cols)} : tensor_view{};
-    cfg_ = c;
-    max_rows_ = max_rows;
-    message_bytes_ = msg;
-    return status::success;
+    st = own_.init(c, max_rows, pinned_store, pipecodec::cuda::aqsgd_workspace_bytes(c, max_rows), stream, device,
+                   pinned, host_mem);
+    if (ok(st)) message_bytes_ = msg;
+    return st;
   }
 
   // Sender step (aqsgd_encode); ids in host memory.
   [[nodiscard]] status encode(const uint64_t* ids, const_tensor_view batch, bool warmup, void* message, size_t capacity,
                               uint64_t seed, cudaStream_t stream, size_t* written = nullptr) {
-    void* plan = nullptr;
-    const status st = next_plan(plan);
-    if (!ok(st)) return st;
-    return finish_call(
-        pipecodec::cuda::aqsgd_encode(cfg_, store_, ids, batch, warmup, message, capacity, plan, plan_[next_].size(),
-                                      ws_.data(), ws_.size(), seed, stream, written),
-        stream);
+    return own_.run(stream, [&](void* plan, size_t plan_size, void* ws, size_t ws_size) {
+      return pipecodec::cuda::aqsgd_encode(config(), own_.store(), ids, batch, warmup, message, capacity, plan,
+                                           plan_size, ws, ws_size, seed, stream, written);
+    });
   }
   // Receiver step (aqsgd_decode) for a batch of `rows` samples with host `expected_ids` and
   // the sender's warm-up flag; `out` (rows x cols, optional) receives m of the batch rows.
   [[nodiscard]] status decode(const void* message, size_t len, const uint64_t* expected_ids, uint64_t rows, bool warmup,
                               tensor_view out, cudaStream_t stream) {
-    void* plan = nullptr;
-    const status st = next_plan(plan);
-    if (!ok(st)) return st;
-    return finish_call(pipecodec::cuda::aqsgd_decode(cfg_, store_, expected_ids, rows, warmup, message, len, out, plan,
-                                                     plan_[next_].size(), ws_.data(), ws_.size(), stream),
-                       stream);
+    return own_.run(stream, [&](void* plan, size_t plan_size, void* ws, size_t ws_size) {
+      return pipecodec::cuda::aqsgd_decode(config(), own_.store(), expected_ids, rows, warmup, message, len, out, plan,
+                                           plan_size, ws, ws_size, stream);
+    });
   }
   // Receiver: inserts the new ids of the last decode into the table (aqsgd_commit).
-  [[nodiscard]] status commit() { return pipecodec::cuda::aqsgd_commit(store_, plan_[last_].data()); }
+  [[nodiscard]] status commit() { return pipecodec::cuda::aqsgd_commit(own_.store(), own_.last_plan()); }
   // Pinned store: stages the next batch's known rows ahead (aqsgd_prefetch).
   [[nodiscard]] status prefetch(const uint64_t* ids, uint64_t rows, cudaStream_t stream) {
-    return pipecodec::cuda::aqsgd_prefetch(store_, ids, rows, stream);
+    return pipecodec::cuda::aqsgd_prefetch(own_.store(), ids, rows, stream);
   }
 
   size_t message_bytes() const { return message_bytes_; }
-  const host::aqsgd_config& config() const { return cfg_; }
-  const aqsgd_device_store& store() const { return store_; }
-  bool pinned() const { return store_.pinned(); }
-  uint64_t count() const { return store_.table.words ? store_.table.count() : 0; }
-  const void* workspace() const { return ws_.data(); }
+  const host::aqsgd_config& config() const { return own_.config(); }
+  const aqsgd_device_store& store() const { return own_.store(); }
+  bool pinned() const { return store().pinned(); }
+  uint64_t count() const { return own_.count(); }
+  const void* workspace() const { return own_.workspace(); }
   // What init allocated (plan_bytes counts both plan buffers).
   aqsgd_cuda_memory memory() const {
-    aqsgd_cuda_memory m = pipecodec::cuda::aqsgd_memory(cfg_, max_rows_, pinned());
+    aqsgd_cuda_memory m = pipecodec::cuda::aqsgd_memory(config(), own_.max_rows(), pinned());
     m.plan_bytes *= 2;
     return m;
   }
 
  private:
-  // The plan buffer of the next call (not the last successful call's, which commit() may
-  // still read), once the stream has passed its last upload.
-  status next_plan(void*& plan) {
-    if (store_.table.words == nullptr) return status::invalid_argument;  // init() did not succeed
-    next_ = last_ ^ 1;
-    plan = plan_[next_].data();
-    return done_[next_].wait();
-  }
-  // A failed call may have enqueued an upload of its plan too: the event is recorded either
-  // way; only a successful call's plan is the one commit() reads.
-  status finish_call(status st, cudaStream_t stream) {
-    const status rec = done_[next_].record(stream);
+  detail::sample_store_owner own_;
+  size_t message_bytes_ = 0;
+};
+
+// Owner of a sender's per-sample EF residuals (ef_sample_encode) in a store like AQ-SGD's
+// (detail::sample_store_owner); c.warmup is not used.
+class ef_sample_state {
+ public:
+  [[nodiscard]] status init(const host::aqsgd_config& c, uint64_t max_rows, bool pinned_store, cudaStream_t stream,
+                            const allocator& device = device_allocator(), const allocator& pinned = pinned_allocator(),
+                            const allocator& host_mem = malloc_allocator()) {
+    status st = host::detail::check_config(c);
     if (!ok(st)) return st;
-    last_ = next_;
-    return rec;
+    const size_t bytes = host::ef_sample_payload_bytes(c, max_rows);
+    if (bytes == 0) return status::invalid_spec;
+    st = own_.init(c, max_rows, pinned_store, pipecodec::cuda::ef_sample_workspace_bytes(c, max_rows), stream, device,
+                   pinned, host_mem);
+    if (ok(st)) payload_bytes_ = bytes;
+    return st;
+  }
+  // Sender step (ef_sample_encode); ids in host memory.
+  [[nodiscard]] status encode(const uint64_t* ids, const_tensor_view batch, void* payload, size_t capacity,
+                              uint64_t seed, cudaStream_t stream, size_t* written = nullptr) {
+    return own_.run(stream, [&](void* plan, size_t plan_size, void* ws, size_t ws_size) {
+      return pipecodec::cuda::ef_sample_encode(config(), own_.store(), ids, batch, payload, capacity, plan, plan_size,
+                                               ws, ws_size, seed, stream, written);
+    });
+  }
+  // Pinned store: stages the next batch's known rows ahead (aqsgd_prefetch on this store).
+  [[nodiscard]] status prefetch(const uint64_t* ids, uint64_t rows, cudaStream_t stream) {
+    return pipecodec::cuda::aqsgd_prefetch(own_.store(), ids, rows, stream);
   }
 
-  host::aqsgd_config cfg_{};
-  uint64_t max_rows_ = 0;
-  size_t message_bytes_ = 0;
-  aqsgd_device_store store_{};
-  owned_bytes table_, rows_, staging_, ws_, plan_[2];
-  detail::owned_event done_[2];
-  int last_ = 1, next_ = 0;
+  // Capacity a payload buffer needs for a batch of up to max_rows samples.
+  size_t payload_bytes() const { return payload_bytes_; }
+  const host::aqsgd_config& config() const { return own_.config(); }
+  const aqsgd_device_store& store() const { return own_.store(); }
+  bool pinned() const { return store().pinned(); }
+  uint64_t count() const { return own_.count(); }
+
+ private:
+  detail::sample_store_owner own_;
+  size_t payload_bytes_ = 0;
 };
 
 }  // namespace pipecodec::cuda

@@ -22,8 +22,9 @@
 //   of the next AQ-SGD decode without looking at the verdict (a rejected message then leaves
 //   the table ahead of the rows: call last_status() after each decode to keep the host's
 //   all-or-nothing behaviour).
-// - EF with scope=sample has no CUDA sender: init returns not_supported (its receiver only
-//   decodes the codec and works).
+// - EF with scope=sample: store=device keeps the residuals in device memory, store=host in
+//   pinned host memory (with a device staging buffer), as AQ-SGD's; the sender needs
+//   step_info::sample_ids (host memory).
 // - Shared mask (bwd mask=shared): the mask is the forward payload in device memory; the
 //   device validates it and the values payload, so a wrong payload shows in last_status().
 // - counters() count calls, elements and bytes; seconds stays 0 (timing a stream needs events
@@ -39,10 +40,10 @@ namespace pipecodec::cuda {
 struct endpoint_options {
   shape max_shape{};                        // largest tensor per call: rows (batch) x cols (features)
   dtype type = dtype::f32;                  // dtype of the tensors handed to encode / decode
-  uint64_t samples = 0;                     // per-sample store capacity (AQ-SGD) when the policy leaves it at 0
+  uint64_t samples = 0;                     // per-sample store capacity (AQ-SGD, EF scope=sample) when the policy leaves it at 0
   allocator device = device_allocator();    // state, workspaces, staging
-  allocator pinned = pinned_allocator();    // AQ-SGD pinned rows and plans, the verdict slot
-  allocator host_mem = malloc_allocator();  // AQ-SGD id table
+  allocator pinned = pinned_allocator();    // per-sample stores' pinned rows and plans, the verdict slot
+  allocator host_mem = malloc_allocator();  // per-sample stores' id tables
   cudaStream_t stream = nullptr;            // init zeroes the state on it (stream-ordered)
 };
 
@@ -69,8 +70,13 @@ class endpoint_base : public pipecodec::detail::endpoint_core {
       case state_scheme::ef: {
         const ef_options& e = dp_.state.ef;
         if (!sender) break;
-        if (e.scope == ef_scope::sample) return status::not_supported;  // no CUDA implementation
-        st = ef_.init(dp_.codec, m, e.storage, o.stream, o.device);
+        if (e.scope == ef_scope::batch) {
+          st = ef_.init(dp_.codec, m, e.storage, o.stream, o.device);
+          break;
+        }
+        st = efs_.init(store_config(e.storage, e.capacity, o.samples), m.rows, e.store == store_location::host,
+                       o.stream, o.device, o.pinned, o.host_mem);
+        if (ok(st)) widen_capacity(efs_.payload_bytes());
         break;
       }
       case state_scheme::ef21:
@@ -92,6 +98,7 @@ class endpoint_base : public pipecodec::detail::endpoint_core {
 
   owned_bytes ws_;  // device workspace of stateless and plain calls
   ef_state ef_;
+  ef_sample_state efs_;
   ef21_state ef21_;
   aqsgd_state aq_;
 };
@@ -137,7 +144,7 @@ class sender_endpoint : public detail::endpoint_base {
       case action::aqsgd_warm:
         return aq_.encode(at.sample_ids, in, a == action::aqsgd_warm, payload, cap, seed(at), stream, &len);
       case action::ef_sample:
-        return status::not_supported;  // init refused it already
+        return efs_.encode(at.sample_ids, in, payload, cap, seed(at), stream, &len);
       case action::ef:
         return ef_.encode(in, payload, cap, seed(at), stream, &len);
       case action::ef21:

@@ -65,6 +65,7 @@ class endpoint_base : public pipecodec::detail::endpoint_core {
           st = ef_.init(dp_.codec, m, e.storage, o.alloc);
           break;
         }
+        if (e.store != store_location::host) return status::not_supported;  // host backend
         st = efs_.init(store_config(e.storage, e.capacity, o.samples), m.rows, o.alloc);
         if (ok(st)) widen_capacity(efs_.payload_bytes());
         break;

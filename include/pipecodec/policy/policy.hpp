@@ -36,6 +36,7 @@ struct ef_options {
   ef_scope scope = ef_scope::batch;
   dtype storage = dtype::f32;  // element type of e
   uint64_t capacity = 0;       // scope=sample: samples the store holds; 0: the runtime's choice
+  store_location store = store_location::host;  // scope=sample: where e(xi) lives (device: CUDA backend)
 };
 
 struct state_spec {
@@ -136,7 +137,7 @@ inline bool operator==(const aqsgd_options& a, const aqsgd_options& b) {
   return a.store == b.store && a.storage == b.storage && a.capacity == b.capacity;
 }
 inline bool operator==(const ef_options& a, const ef_options& b) {
-  return a.scope == b.scope && a.storage == b.storage && a.capacity == b.capacity;
+  return a.scope == b.scope && a.storage == b.storage && a.capacity == b.capacity && a.store == b.store;
 }
 // A scheme's options only matter when it is the scheme in use.
 inline bool operator==(const state_spec& a, const state_spec& b) {

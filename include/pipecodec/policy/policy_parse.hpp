@@ -4,9 +4,10 @@
 //   clause := [ "b" N "." ] key "=" value      bN. applies the clause to boundary N only
 //   fwd | bwd = spec [ "+" state ]            spec as in spec_string.hpp
 //   state  := none | ef [ "(" efopt { "," efopt } ")" ] | ef21 | aqsgd [ "(" opt { "," opt } ")" ]
-//   efopt  := scope=batch|sample  dtype=fp32|fp16|bf16  capacity=N (only with scope=sample)
+//   efopt  := scope=batch|sample  dtype=fp32|fp16|bf16  capacity=N  store=host|device
 //             batch: one residual of the batch's shape (row r carries over to row r of the
 //             next call); sample: one residual per training sample, keyed by sample id
+//             (capacity and store only with scope=sample)
 //   opt    := store=host|device  dtype=fp32|fp16|bf16  capacity=N
 //   warmup = N [ step | steps | epoch | epochs ]   (steps when no unit)
 //   infer  = compress | plain
@@ -36,9 +37,10 @@ inline bool parse_state_option(state_spec& st, std::string_view k, std::string_v
   known = true;
   if (k == "dtype") return parse_dtype(v, st.scheme == state_scheme::ef ? st.ef.storage : st.aqsgd.storage);
   if (k == "capacity") return parse_u64(v, st.scheme == state_scheme::ef ? st.ef.capacity : st.aqsgd.capacity);
-  if (st.scheme == state_scheme::aqsgd && k == "store") {
-    if (v == "host") st.aqsgd.store = store_location::host;
-    else if (v == "device") st.aqsgd.store = store_location::device;
+  if (k == "store") {
+    store_location& at = st.scheme == state_scheme::ef ? st.ef.store : st.aqsgd.store;
+    if (v == "host") at = store_location::host;
+    else if (v == "device") at = store_location::device;
     else return false;
     return true;
   }
@@ -78,8 +80,9 @@ inline status parse_state(std::string_view text, state_spec& out, std::string* e
       if (!known) return spec_error(error, "unknown " + std::string(name) + " option '" + std::string(k) + "'");
       if (!good) return spec_error(error, "bad " + std::string(name) + " option '" + std::string(item) + "'");
     }
-    if (st.scheme == state_scheme::ef && st.ef.scope == ef_scope::batch && st.ef.capacity != 0)
-      return spec_error(error, "ef option 'capacity' needs scope=sample in '" + std::string(text) + "'");
+    if (st.scheme == state_scheme::ef && st.ef.scope == ef_scope::batch &&
+        (st.ef.capacity != 0 || st.ef.store != store_location::host))
+      return spec_error(error, "ef options 'capacity' and 'store' need scope=sample in '" + std::string(text) + "'");
   }
   out = st;
   return status::success;
@@ -156,7 +159,8 @@ inline std::string state_string(const state_spec& s) {
     case state_scheme::none: return "none";
     case state_scheme::ef:
       if (s.ef == ef_options{}) return "ef";
-      return std::string("ef(scope=") + (s.ef.scope == ef_scope::batch ? "batch" : "sample") +
+      if (s.ef.scope == ef_scope::batch) return std::string("ef(scope=batch,dtype=") + to_string(s.ef.storage) + ")";
+      return std::string("ef(scope=sample,store=") + (s.ef.store == store_location::host ? "host" : "device") +
              ",dtype=" + to_string(s.ef.storage) + ",capacity=" + std::to_string(s.ef.capacity) + ")";
     case state_scheme::ef21: return "ef21";
     case state_scheme::aqsgd:
