@@ -6,6 +6,10 @@
 //   ef/topk10       EF with TopK 10% per row of 4096 (three passes, not fused)
 //   aqsgd/quant4    AQ-SGD sender, every row a delta row (fused), device store, 4096 columns;
 //                   the time includes the host's planning of the batch (ids -> slots)
+//   aqsgd_recv/quant4  AQ-SGD receiver of that message (fused since 2026-12-02: validate,
+//                   then read the payload and m, write m), no output tensor, planning included
+//   ef_sample/quant4  per-sample EF sender, every sample seen before (fused: read x and e(xi),
+//                   write payload and e(xi)), device store, 4096 columns, planning included
 //   pinned gather / scatter: a batch's rows between a pinned host store and the device, as
 //                   one run of consecutive slots and as shuffled slots (one copy per row),
 //                   against one cudaMemcpyAsync of the same bytes (ratio = bandwidth fraction)
@@ -17,6 +21,7 @@
 #include "cuda_timing.cuh"
 #include "pipecodec/cuda/aqsgd.cuh"
 #include "pipecodec/cuda/ef21.cuh"
+#include "pipecodec/cuda/ef_sample.cuh"
 #include "pipecodec/policy/spec_string.hpp"
 
 namespace pc = pipecodec;
@@ -67,8 +72,12 @@ void bench_ef(benchmark::State& st, scheme sc, const char* text, pc::dtype t) {
   report(st, op, traffic, big.p, static_cast<uint8_t*>(big.p) + size_t(traffic / 2));
 }
 
-// AQ-SGD sender, device store, every row of the batch a delta row (fused 4-bit path).
-void bench_aqsgd(benchmark::State& st) {
+enum class store_op { aqsgd_send, aqsgd_recv, ef_sample };
+
+// A per-sample store's step, device store, every sample of the batch seen before (fused
+// 4-bit path): AQ-SGD sender (all delta rows) or receiver, or per-sample EF.
+void bench_sample_store(benchmark::State& st, store_op kind) {
+  const bool ef = kind == store_op::ef_sample;
   if (!timer().ready) return st.SkipWithError("device setup failed");
   const uint64_t n = uint64_t(1) << env_int("PIPECODEC_BENCH_LOG2N", 28), cols = 4096, rows = n / cols;
   pc::host::aqsgd_config c;
@@ -81,7 +90,8 @@ void bench_aqsgd(benchmark::State& st) {
   if (!pc::ok(pc::init_aqsgd_table(table.data(), table.size() * 8, rows, store.table)))
     return st.SkipWithError("table");
   for (uint64_t r = 0; r < rows; ++r) (void)store.table.insert_new(ids[r] = 7 * r + 1);  // all seen before
-  const size_t cap = pc::host::aqsgd_message_bytes(c, rows), wsb = pc::cuda::aqsgd_workspace_bytes(c, rows);
+  const size_t cap = ef ? pc::host::ef_sample_payload_bytes(c, rows) : pc::host::aqsgd_message_bytes(c, rows);
+  const size_t wsb = ef ? pc::cuda::ef_sample_workspace_bytes(c, rows) : pc::cuda::aqsgd_workspace_bytes(c, rows);
   dbuf m(n * 2), a(n * 2), msg(cap), ws(wsb), plan(pc::cuda::aqsgd_plan_bytes(rows), true), big(3 * n * 2 + cap);
   if (!m.p || !a.p || !msg.p || !ws.p || !plan.p || !big.p) return st.SkipWithError("allocation failed");
   store.rows = pc::tensor_view{m.p, c.state_type, pc::shape(rows, cols)};
@@ -89,11 +99,25 @@ void bench_aqsgd(benchmark::State& st) {
   fill(a.p, n, pc::dtype::bf16);
   cudaMemsetAsync(m.p, 0, n * 2, str);
   const pc::const_tensor_view av(a.p, pc::dtype::bf16, pc::shape(rows, cols));
-  auto op = [&] {
-    return pc::ok(pc::cuda::aqsgd_encode(c, store, ids.data(), av, false, msg.p, cap, plan.p,
-                                         pc::cuda::aqsgd_plan_bytes(rows), ws.p, wsb, 1, str));
+  const size_t plan_bytes = pc::cuda::aqsgd_plan_bytes(rows);
+  size_t len = 0;
+  auto send = [&] {
+    return pc::ok(ef ? pc::cuda::ef_sample_encode(c, store, ids.data(), av, msg.p, cap, plan.p, plan_bytes, ws.p, wsb,
+                                                  1, str, &len)
+                     : pc::cuda::aqsgd_encode(c, store, ids.data(), av, false, msg.p, cap, plan.p, plan_bytes, ws.p,
+                                              wsb, 1, str, &len));
   };
-  report(st, op, 3.0 * double(n) * 2 + double(cap), big.p, static_cast<uint8_t*>(big.p) + size_t(3 * n + cap / 2));
+  if (kind != store_op::aqsgd_recv) {
+    report(st, send, 3.0 * double(n) * 2 + double(cap), big.p, static_cast<uint8_t*>(big.p) + size_t(3 * n + cap / 2));
+    return;
+  }
+  // The receiver decodes the message again each time (its table already knows every id).
+  if (!send()) return st.SkipWithError("encode");
+  auto recv = [&] {
+    return pc::ok(pc::cuda::aqsgd_decode(c, store, ids.data(), rows, false, msg.p, len, {}, plan.p, plan_bytes, ws.p,
+                                         wsb, str));
+  };
+  report(st, recv, 2.0 * double(n) * 2 + double(cap), big.p, static_cast<uint8_t*>(big.p) + size_t(2 * n + cap / 2));
 }
 
 // Pinned store gather (prefetch) and scatter of a batch, against one copy of the same bytes.
@@ -151,7 +175,9 @@ int main(int argc, char** argv) {
     add("ef21_recv/quant4/" + d, bench_ef, scheme::ef21_recv, "quant:bits=4", t);
   }
   add("ef/topk10/row4096/f32", bench_ef, scheme::ef, "topk:ratio=0.1,scope=row", pc::dtype::f32);
-  add("aqsgd/quant4/delta/bf16", bench_aqsgd);
+  add("aqsgd/quant4/delta/bf16", bench_sample_store, store_op::aqsgd_send);
+  add("aqsgd_recv/quant4/delta/bf16", bench_sample_store, store_op::aqsgd_recv);
+  add("ef_sample/quant4/bf16", bench_sample_store, store_op::ef_sample);
   for (bool gather : {true, false})
     for (bool shuffled : {false, true})
       add(std::string("pinned/") + (gather ? "gather" : "scatter") + (shuffled ? "/shuffled" : "/contiguous"),

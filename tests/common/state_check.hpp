@@ -8,6 +8,7 @@
 
 #include "data.hpp"
 #include "pipecodec/host/aqsgd.hpp"
+#include "pipecodec/host/ef_sample.hpp"
 #include "pipecodec/host/ef.hpp"
 #include "pipecodec/host/ef21.hpp"
 #include "pipecodec/policy/spec_string.hpp"
@@ -26,13 +27,15 @@ inline std::vector<uint8_t> snapshot(const_tensor_view v) {
   return bytes_of(v.data, v.shp.size() * dtype_bytes(v.type));
 }
 
-// Table and rows of an AQ-SGD side, byte for byte.
-inline std::vector<uint8_t> snapshot(const host::aqsgd_state& s) {
-  auto out = bytes_of(s.store().table.words, aqsgd_table_bytes(s.config().capacity));
-  const auto rows = snapshot(s.store().rows);
+// Table and rows of a per-sample store (AQ-SGD side, per-sample EF sender), byte for byte.
+inline std::vector<uint8_t> snapshot(const host::aqsgd_config& c, const host::aqsgd_store& s) {
+  auto out = bytes_of(s.table.words, aqsgd_table_bytes(c.capacity));
+  const auto rows = snapshot(s.rows);
   out.insert(out.end(), rows.begin(), rows.end());
   return out;
 }
+inline std::vector<uint8_t> snapshot(const host::aqsgd_state& s) { return snapshot(s.config(), s.store()); }
+inline std::vector<uint8_t> snapshot(const host::ef_sample_state& s) { return snapshot(s.config(), s.store()); }
 
 inline spec parse(const char* text) {
   spec s;

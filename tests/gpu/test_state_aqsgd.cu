@@ -3,8 +3,7 @@
 // messages byte-equal, table and rows byte-equal after every step; rejected messages leave
 // the store untouched with the host's status; the memory report.
 #include "../common/print.hpp"
-#include "pipecodec/cuda/aqsgd.cuh"
-#include "state_common.hpp"
+#include "store_side.hpp"
 
 using namespace tgs;
 using tstate::make_step;
@@ -13,40 +12,10 @@ using tstate::parse;
 namespace {
 
 // One side of AQ-SGD on the device: a device store, or a pinned store with its staging.
-struct cuda_aqsgd_side {
-  host::aqsgd_config c;
-  std::vector<uint64_t> table_mem;
-  dmem rows, staging, ws, plan;
-  pipecodec::cuda::aqsgd_device_store store;
+struct cuda_aqsgd_side : cuda_store_side {
   cuda_aqsgd_side(const host::aqsgd_config& cfg, uint64_t max_rows, bool pinned)
-      : c(cfg),
-        table_mem(aqsgd_table_bytes(cfg.capacity) / 8),
-        rows(host::aqsgd_rows_bytes(cfg), pinned),
-        staging(pinned ? max_rows * cfg.cols * dtype_bytes(cfg.state_type) : 0),
-        ws(pipecodec::cuda::aqsgd_workspace_bytes(cfg, max_rows)),
-        plan(pipecodec::cuda::aqsgd_plan_bytes(max_rows), true) {
-    REQUIRE(ok(init_aqsgd_table(table_mem.data(), table_mem.size() * 8, cfg.capacity, store.table)));
-    store.rows = tensor_view{rows.p, cfg.state_type, shape(cfg.capacity, cfg.cols)};
-    if (pinned) store.staging = tensor_view{staging.p, cfg.state_type, shape(max_rows, cfg.cols)};
-  }
-  std::vector<uint8_t> snapshot() const {
-    auto out = tstate::bytes_of(store.table.words, aqsgd_table_bytes(c.capacity));
-    const auto r = rows.get(host::aqsgd_rows_bytes(c));
-    out.insert(out.end(), r.begin(), r.end());
-    return out;
-  }
+      : cuda_store_side(cfg, max_rows, pinned, pipecodec::cuda::aqsgd_workspace_bytes(cfg, max_rows)) {}
 };
-
-// Random batch ids: a mix of samples seen before and new ones, no duplicates in a batch.
-std::vector<uint64_t> batch_ids(uint64_t rows, uint64_t step, uint64_t pool) {
-  std::vector<uint64_t> ids;
-  uint64_t s = step * 0x9E3779B97F4A7C15ull + 1;
-  while (ids.size() < rows) {
-    const uint64_t id = 1000 + testdata::splitmix(s) % pool;
-    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-  }
-  return ids;
-}
 
 }  // namespace
 

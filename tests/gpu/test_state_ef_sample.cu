@@ -7,47 +7,23 @@
 #include "../common/print.hpp"
 #include "pipecodec/cuda/state_owners.cuh"
 #include "pipecodec/host/checkpoint.hpp"
-#include "state_common.hpp"
+#include "store_side.hpp"
 
 using namespace tgs;
 using tstate::make_step;
+using tstate::snapshot;
 
 namespace {
 
-std::vector<uint8_t> store_bytes(const host::aqsgd_config& c, const aqsgd_table& t, const std::vector<uint8_t>& rows) {
-  auto out = tstate::bytes_of(t.words, aqsgd_table_bytes(c.capacity));
-  out.insert(out.end(), rows.begin(), rows.end());
-  return out;
-}
-
-std::vector<uint8_t> snapshot(const host::ef_sample_state& h) {
-  return store_bytes(h.config(), h.store().table, tstate::snapshot(h.store().rows));
-}
-
 // A CUDA per-sample EF sender with caller-owned memory: a device store, or a pinned one with
 // its staging buffer.
-struct cuda_ef_side {
-  host::aqsgd_config c;
-  std::vector<uint64_t> table_mem;
-  dmem rows, staging, ws, plan;
-  pipecodec::cuda::aqsgd_device_store store;
+struct cuda_ef_side : cuda_store_side {
   cuda_ef_side(const host::aqsgd_config& cfg, uint64_t max_rows, bool pinned)
-      : c(cfg),
-        table_mem(aqsgd_table_bytes(cfg.capacity) / 8),
-        rows(host::aqsgd_rows_bytes(cfg), pinned),
-        staging(pinned ? max_rows * cfg.cols * dtype_bytes(cfg.state_type) : 0),
-        ws(pipecodec::cuda::ef_sample_workspace_bytes(cfg, max_rows)),
-        plan(pipecodec::cuda::aqsgd_plan_bytes(max_rows), true) {
-    REQUIRE(ok(init_aqsgd_table(table_mem.data(), table_mem.size() * 8, cfg.capacity, store.table)));
-    store.rows = tensor_view{rows.p, cfg.state_type, shape(cfg.capacity, cfg.cols)};
-    if (pinned) store.staging = tensor_view{staging.p, cfg.state_type, shape(max_rows, cfg.cols)};
-  }
+      : cuda_store_side(cfg, max_rows, pinned, pipecodec::cuda::ef_sample_workspace_bytes(cfg, max_rows)) {}
   status encode(const uint64_t* ids, const_tensor_view x, dmem& payload, uint64_t seed, size_t* len) {
     return pipecodec::cuda::ef_sample_encode(c, store, ids, x, payload.p, payload.n, plan.p, plan.n, ws.p, ws.n, seed,
                                              nullptr, len);
   }
-  std::vector<uint8_t> row_bytes() const { return rows.get(host::aqsgd_rows_bytes(c)); }
-  std::vector<uint8_t> snapshot() const { return store_bytes(c, store.table, row_bytes()); }
 };
 
 // Sets element i of a tensor of dtype t to -0: x + 0 gives +0, so an unseen sample's v must
@@ -56,17 +32,6 @@ void put_negative_zero(std::vector<uint8_t>& bytes, dtype t, uint64_t i) {
   const uint32_t w = dtype_bytes(t);
   std::fill(bytes.begin() + i * w, bytes.begin() + (i + 1) * w, uint8_t(0));
   bytes[(i + 1) * w - 1] = 0x80;
-}
-
-// Random batch ids: samples seen before and new ones, no duplicates within a batch.
-std::vector<uint64_t> batch_ids(uint64_t rows, uint64_t step, uint64_t pool) {
-  std::vector<uint64_t> ids;
-  uint64_t s = step * 0x9E3779B97F4A7C15ull + 7;
-  while (ids.size() < rows) {
-    const uint64_t id = 500 + testdata::splitmix(s) % pool;
-    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-  }
-  return ids;
 }
 
 }  // namespace

@@ -24,13 +24,6 @@ std::vector<float> residual_of(const host::ef_sample_state& s, uint64_t id) {
   return e;
 }
 
-std::vector<uint8_t> snapshot(const host::ef_sample_state& s) {
-  auto out = bytes_of(s.store().table.words, aqsgd_table_bytes(s.config().capacity));
-  const auto rows = tstate::snapshot(s.store().rows);
-  out.insert(out.end(), rows.begin(), rows.end());
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("per-sample EF: for every sample, sum of decoded rows + final e = sum of its inputs") {

@@ -6,8 +6,9 @@
 // Sender: warm rows gather a -> cuda::encode(warm-up codec) -> decode -> m = T(d); delta rows
 // with quantization are one fused pass (read a and m, write the payload and m += D);
 // other codecs go through an fp32 scratch. Receiver: frame, ids and both parts validated on
-// the device, then one guarded commit writes m (and `out`); a rejected message leaves every
-// row untouched. Rows live in device memory, or in pinned host memory (`staging` set: the
+// the device, then guarded passes write m (and `out`): with quantization the delta rows in
+// one fused pass (read the payload and m, write m and out), other codecs through the fp32
+// scratch; a rejected message leaves every row untouched. Rows live in device memory, or in pinned host memory (`staging` set: the
 // batch's rows are gathered into a device staging buffer and written back; aqsgd_prefetch
 // stages the next batch ahead). docs/STATE.md and docs/CUDA.md have the details.
 #pragma once
@@ -279,6 +280,10 @@ inline status aqsgd_decode(const host::aqsgd_config& c, aqsgd_device_store& s, c
   const uint64_t wr = f.warm_rows, dr = rows - wr;
   const uint8_t* msg = static_cast<const uint8_t*>(message);
   status_guard parts;
+  // A quantized delta part is validated here and decoded by one fused pass after the verdict;
+  // other codecs decode into the fp32 scratch (m + D) and share the warm rows' store pass.
+  const bool fused = c.codec.codec == codec_id::quant;
+  uint8_t* delta_area = align_workspace(w.ws[1]);
   // Part decoders run only where the predicted parts lie inside the buffer; otherwise the
   // frame check has already failed (it sees the real sizes).
   if (ok(st) && len >= f.total_bytes && wr > 0) {
@@ -287,12 +292,19 @@ inline status aqsgd_decode(const host::aqsgd_config& c, aqsgd_device_store& s, c
                              uint8_t(c.warmup.codec));
     parts.s[0] = status_word(w.ws[0]);
   }
+  uint32_t cap = 0;
+  if (ok(st)) st = grid_cap(cap);
   if (ok(st) && len >= f.total_bytes && dr > 0) {
     float* fd = w.f32 + wr * c.cols;
-    st = for_each(dr * c.cols, materialize<state_source>{{mt, {c.cols, dsrc + wr, dmrow + wr}}, fd}, stream);
-    if (ok(st)) st = decode_codec<true>(c.codec.codec, msg + f.delta_offset(), f.delta_bytes,
-                                        tensor_view{fd, dtype::f32, shape(dr, c.cols)}, w.ws[1], w.ws_bytes[1],
-                                        stream, uint8_t(c.codec.codec));
+    if (fused) {
+      st = launch_validation(msg + f.delta_offset(), f.delta_bytes, shape(dr, c.cols), delta_area, cap,
+                                         uint8_t(c.codec.codec), stream);
+    } else {
+      st = for_each(dr * c.cols, materialize<state_source>{{mt, {c.cols, dsrc + wr, dmrow + wr}}, fd}, stream);
+      if (ok(st)) st = decode_codec<true>(c.codec.codec, msg + f.delta_offset(), f.delta_bytes,
+                                          tensor_view{fd, dtype::f32, shape(dr, c.cols)}, w.ws[1], w.ws_bytes[1],
+                                          stream, uint8_t(c.codec.codec));
+    }
     parts.s[1] = status_word(w.ws[1]);
   }
   if (!ok(st)) return st;
@@ -300,9 +312,16 @@ inline status aqsgd_decode(const host::aqsgd_config& c, aqsgd_device_store& s, c
   st = last_launch_status();
   status_guard accepted;
   accepted.s[0] = verdict;
+  const dyn_tensor o = dyn(out.data, out.type);
+  const uint64_t scratch_rows = fused ? wr : rows;
   if (ok(st))
-    st = for_each(rows * c.cols, row_store{w.f32, mt, {c.cols, dsrc, dmrow}, dyn(out.data, out.type)}, stream,
-                  accepted);
+    st = for_each(scratch_rows * c.cols, row_store{w.f32, mt, {c.cols, dsrc, dmrow}, o}, stream, accepted);
+  if (ok(st) && fused && dr > 0) {
+    launch<aqsgd_delta_apply_kernel<block_threads>>(grid_for(dr * c.cols, 32 * block_warps, cap), block_threads, 0,
+                                                    stream, delta_area, accepted,
+                                                    delta_apply_sink{mt, {c.cols, dsrc + wr, dmrow + wr}, o});
+    st = last_launch_status();
+  }
   if (ok(st) && s.pinned())
     st = scatter_rows_back(c.state_type, s.staging.data, s.rows.data,
                            reinterpret_cast<const uint64_t*>(w.plan + L.slot), rows, c.cols, stream, accepted);

@@ -40,6 +40,19 @@ inline status encode(const spec& s, const_tensor_view in, void* payload, size_t 
 }
 
 namespace detail {
+// The device validation of a quant or plain payload of shape `shp` into the status area at
+// `area` (the aligned start of a workspace of at least workspace_status_bytes): verdict, and
+// the parsed payload when accepted. Kernels that then read the payload run after it.
+inline status launch_validation(const void* payload, size_t len, const shape& shp, uint8_t* area, uint32_t cap,
+                                uint8_t expect, cudaStream_t stream) {
+  if (cudaMemsetAsync(area, 0, sizeof(status_area), stream) != cudaSuccess) return status::cuda_error;
+  // Groups (validation) are at most n.
+  launch<validate_kernel<block_threads>>(grid_for(shp.size(), block_threads, cap), block_threads, 0, stream,
+                                         static_cast<const uint8_t*>(payload), len, shp, area);
+  if (const status st = last_launch_status(); !ok(st)) return st;
+  return launch_expect_codec(payload, len, expect, area, stream);
+}
+
 // expect: the codec_id the payload must carry (state_mismatch otherwise), 0 for quant or plain.
 template <bool Accumulate>
 inline status decode_any(const void* payload, size_t len, tensor_view out, void* workspace,
@@ -56,12 +69,8 @@ inline status decode_any(const void* payload, size_t len, tensor_view out, void*
   uint32_t cap = 0;
   if (const status st = grid_cap(cap); !ok(st)) return st;
   uint8_t* area = align_workspace(workspace);
-  if (cudaMemsetAsync(area, 0, sizeof(status_area), stream) != cudaSuccess) return status::cuda_error;
-  // Groups (validation) and chunks (decoding) are at most n and n / 32 + groups.
-  launch<validate_kernel<block_threads>>(grid_for(n, block_threads, cap), block_threads, 0, stream,
-                                         static_cast<const uint8_t*>(payload), len, out.shp, area);
-  if (const status st = last_launch_status(); !ok(st)) return st;
-  if (const status st = launch_expect_codec(payload, len, expect, area, stream); !ok(st)) return st;
+  if (const status st = launch_validation(payload, len, out.shp, area, cap, expect, stream); !ok(st)) return st;
+  // Chunks (decoding) are at most n / 32 + groups.
   const uint32_t grid = grid_for(n, 32 * block_warps, cap);
   return dispatch_dtype(out.type, [&](auto oc) {
     launch<decode_kernel<decltype(oc)::value, Accumulate>>(grid, block_threads, 0, stream, out.data, area);

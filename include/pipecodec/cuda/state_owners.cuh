@@ -148,17 +148,35 @@ namespace detail {
 // residuals): the id table (host memory), the rows (device memory, or pinned host memory with
 // a device staging buffer), the device workspace and two pinned plan buffers. The plans
 // alternate, and a call that reuses one first waits for the stream to pass the call that last
-// uploaded it (an event): the host blocks only when the stream is two calls behind.
+// uploaded it (an event): the host blocks only when the stream is two calls behind. The
+// owners below are this store with their scheme's calls.
 class sample_store_owner {
  public:
-  [[nodiscard]] status init(const host::aqsgd_config& c, uint64_t max_rows, bool pinned_store, size_t workspace,
-                            cudaStream_t stream, const allocator& device, const allocator& pinned,
-                            const allocator& host_mem) {
+  // Stages the next batch's known rows ahead (pinned store; aqsgd_prefetch).
+  [[nodiscard]] status prefetch(const uint64_t* ids, uint64_t rows, cudaStream_t stream) {
+    return pipecodec::cuda::aqsgd_prefetch(store_, ids, rows, stream);
+  }
+  const host::aqsgd_config& config() const { return cfg_; }
+  const aqsgd_device_store& store() const { return store_; }
+  bool pinned() const { return store_.pinned(); }
+  uint64_t count() const { return store_.table.words ? store_.table.count() : 0; }
+
+ protected:
+  // message(c, rows): the scheme's largest message (0: the spec does not fit the shape);
+  // workspace(c, rows): its device workspace.
+  using size_fn = size_t (*)(const host::aqsgd_config&, uint64_t);
+  [[nodiscard]] status init_store(const host::aqsgd_config& c, uint64_t max_rows, bool pinned_store, size_fn message,
+                                  size_fn workspace, cudaStream_t stream, const allocator& device,
+                                  const allocator& pinned, const allocator& host_mem) {
+    status st = host::detail::check_config(c);
+    if (!ok(st)) return st;
+    const size_t msg = message(c, max_rows);
+    if (msg == 0) return status::invalid_spec;
     const size_t row_bytes = size_t(c.cols) * dtype_bytes(c.state_type);
-    status st = table_.allocate(size_t(aqsgd_table_bytes(c.capacity)), host_mem);
+    st = table_.allocate(size_t(aqsgd_table_bytes(c.capacity)), host_mem);
     if (ok(st)) st = rows_.allocate(size_t(host::aqsgd_rows_bytes(c)), pinned_store ? pinned : device);
     if (ok(st) && pinned_store) st = staging_.allocate(size_t(max_rows) * row_bytes, device);
-    if (ok(st)) st = ws_.allocate(workspace, device);
+    if (ok(st)) st = ws_.allocate(workspace(c, max_rows), device);
     for (int i = 0; i < 2 && ok(st); ++i) st = plan_[i].allocate(pipecodec::cuda::aqsgd_plan_bytes(max_rows), pinned);
     for (int i = 0; i < 2 && ok(st); ++i) st = done_[i].create();
     if (ok(st)) st = init_aqsgd_table(table_.data(), table_.size(), c.capacity, store_.table);
@@ -173,14 +191,15 @@ class sample_store_owner {
     store_.staging = pinned_store ? tensor_view{staging_.data(), c.state_type, shape(max_rows, c.cols)} : tensor_view{};
     cfg_ = c;
     max_rows_ = max_rows;
+    message_bytes_ = msg;
     return status::success;
   }
 
   // Runs call(plan, plan_size, workspace, workspace_size) with the plan buffer of this call
-  // (not the last successful call's, which commit() may still read), once the stream has
-  // passed that buffer's last upload. A failed call may have enqueued an upload of its plan
-  // too: the event is recorded either way; only a successful call's plan is the one
-  // last_plan() returns.
+  // (not the last successful call's, which a receiver's commit may still read), once the
+  // stream has passed that buffer's last upload. A failed call may have enqueued an upload
+  // of its plan too: the event is recorded either way; only a successful call's plan is the
+  // one last_plan() returns.
   template <class Call>
   [[nodiscard]] status run(cudaStream_t stream, Call&& call) {
     if (store_.table.words == nullptr) return status::invalid_argument;  // init() did not succeed
@@ -195,16 +214,15 @@ class sample_store_owner {
   }
 
   const void* last_plan() const { return plan_[last_].data(); }
-  const host::aqsgd_config& config() const { return cfg_; }
-  aqsgd_device_store& store() { return store_; }
-  const aqsgd_device_store& store() const { return store_; }
+  aqsgd_device_store& mutable_store() { return store_; }
   uint64_t max_rows() const { return max_rows_; }
-  uint64_t count() const { return store_.table.words ? store_.table.count() : 0; }
+  size_t message_bytes() const { return message_bytes_; }
   const void* workspace() const { return ws_.data(); }
 
  private:
   host::aqsgd_config cfg_{};
   uint64_t max_rows_ = 0;
+  size_t message_bytes_ = 0;
   aqsgd_device_store store_{};
   owned_bytes table_, rows_, staging_, ws_, plan_[2];
   owned_event done_[2];
@@ -216,26 +234,20 @@ class sample_store_owner {
 // Owner of one side's AQ-SGD store (detail::sample_store_owner). The receiver's table takes
 // the batch's new ids in commit(), once the device's verdict (read_status(workspace())) is
 // success; commit before the next decode.
-class aqsgd_state {
+class aqsgd_state : public detail::sample_store_owner {
  public:
   [[nodiscard]] status init(const host::aqsgd_config& c, uint64_t max_rows, bool pinned_store, cudaStream_t stream,
                             const allocator& device = device_allocator(), const allocator& pinned = pinned_allocator(),
                             const allocator& host_mem = malloc_allocator()) {
-    status st = host::detail::check_config(c);
-    if (!ok(st)) return st;
-    const size_t msg = host::aqsgd_message_bytes(c, max_rows);
-    if (msg == 0) return status::invalid_spec;
-    st = own_.init(c, max_rows, pinned_store, pipecodec::cuda::aqsgd_workspace_bytes(c, max_rows), stream, device,
-                   pinned, host_mem);
-    if (ok(st)) message_bytes_ = msg;
-    return st;
+    return init_store(c, max_rows, pinned_store, host::aqsgd_message_bytes, pipecodec::cuda::aqsgd_workspace_bytes,
+                      stream, device, pinned, host_mem);
   }
 
   // Sender step (aqsgd_encode); ids in host memory.
   [[nodiscard]] status encode(const uint64_t* ids, const_tensor_view batch, bool warmup, void* message, size_t capacity,
                               uint64_t seed, cudaStream_t stream, size_t* written = nullptr) {
-    return own_.run(stream, [&](void* plan, size_t plan_size, void* ws, size_t ws_size) {
-      return pipecodec::cuda::aqsgd_encode(config(), own_.store(), ids, batch, warmup, message, capacity, plan,
+    return run(stream, [&](void* plan, size_t plan_size, void* ws, size_t ws_size) {
+      return pipecodec::cuda::aqsgd_encode(config(), mutable_store(), ids, batch, warmup, message, capacity, plan,
                                            plan_size, ws, ws_size, seed, stream, written);
     });
   }
@@ -243,75 +255,44 @@ class aqsgd_state {
   // the sender's warm-up flag; `out` (rows x cols, optional) receives m of the batch rows.
   [[nodiscard]] status decode(const void* message, size_t len, const uint64_t* expected_ids, uint64_t rows, bool warmup,
                               tensor_view out, cudaStream_t stream) {
-    return own_.run(stream, [&](void* plan, size_t plan_size, void* ws, size_t ws_size) {
-      return pipecodec::cuda::aqsgd_decode(config(), own_.store(), expected_ids, rows, warmup, message, len, out, plan,
-                                           plan_size, ws, ws_size, stream);
+    return run(stream, [&](void* plan, size_t plan_size, void* ws, size_t ws_size) {
+      return pipecodec::cuda::aqsgd_decode(config(), mutable_store(), expected_ids, rows, warmup, message, len, out,
+                                           plan, plan_size, ws, ws_size, stream);
     });
   }
   // Receiver: inserts the new ids of the last decode into the table (aqsgd_commit).
-  [[nodiscard]] status commit() { return pipecodec::cuda::aqsgd_commit(own_.store(), own_.last_plan()); }
-  // Pinned store: stages the next batch's known rows ahead (aqsgd_prefetch).
-  [[nodiscard]] status prefetch(const uint64_t* ids, uint64_t rows, cudaStream_t stream) {
-    return pipecodec::cuda::aqsgd_prefetch(own_.store(), ids, rows, stream);
-  }
+  [[nodiscard]] status commit() { return pipecodec::cuda::aqsgd_commit(store(), last_plan()); }
 
-  size_t message_bytes() const { return message_bytes_; }
-  const host::aqsgd_config& config() const { return own_.config(); }
-  const aqsgd_device_store& store() const { return own_.store(); }
-  bool pinned() const { return store().pinned(); }
-  uint64_t count() const { return own_.count(); }
-  const void* workspace() const { return own_.workspace(); }
+  using sample_store_owner::message_bytes;
+  using sample_store_owner::workspace;
   // What init allocated (plan_bytes counts both plan buffers).
   aqsgd_cuda_memory memory() const {
-    aqsgd_cuda_memory m = pipecodec::cuda::aqsgd_memory(config(), own_.max_rows(), pinned());
+    aqsgd_cuda_memory m = pipecodec::cuda::aqsgd_memory(config(), max_rows(), pinned());
     m.plan_bytes *= 2;
     return m;
   }
-
- private:
-  detail::sample_store_owner own_;
-  size_t message_bytes_ = 0;
 };
 
 // Owner of a sender's per-sample EF residuals (ef_sample_encode) in a store like AQ-SGD's
 // (detail::sample_store_owner); c.warmup is not used.
-class ef_sample_state {
+class ef_sample_state : public detail::sample_store_owner {
  public:
   [[nodiscard]] status init(const host::aqsgd_config& c, uint64_t max_rows, bool pinned_store, cudaStream_t stream,
                             const allocator& device = device_allocator(), const allocator& pinned = pinned_allocator(),
                             const allocator& host_mem = malloc_allocator()) {
-    status st = host::detail::check_config(c);
-    if (!ok(st)) return st;
-    const size_t bytes = host::ef_sample_payload_bytes(c, max_rows);
-    if (bytes == 0) return status::invalid_spec;
-    st = own_.init(c, max_rows, pinned_store, pipecodec::cuda::ef_sample_workspace_bytes(c, max_rows), stream, device,
-                   pinned, host_mem);
-    if (ok(st)) payload_bytes_ = bytes;
-    return st;
+    return init_store(c, max_rows, pinned_store, host::ef_sample_payload_bytes,
+                      pipecodec::cuda::ef_sample_workspace_bytes, stream, device, pinned, host_mem);
   }
   // Sender step (ef_sample_encode); ids in host memory.
   [[nodiscard]] status encode(const uint64_t* ids, const_tensor_view batch, void* payload, size_t capacity,
                               uint64_t seed, cudaStream_t stream, size_t* written = nullptr) {
-    return own_.run(stream, [&](void* plan, size_t plan_size, void* ws, size_t ws_size) {
-      return pipecodec::cuda::ef_sample_encode(config(), own_.store(), ids, batch, payload, capacity, plan, plan_size,
-                                               ws, ws_size, seed, stream, written);
+    return run(stream, [&](void* plan, size_t plan_size, void* ws, size_t ws_size) {
+      return pipecodec::cuda::ef_sample_encode(config(), mutable_store(), ids, batch, payload, capacity, plan,
+                                               plan_size, ws, ws_size, seed, stream, written);
     });
   }
-  // Pinned store: stages the next batch's known rows ahead (aqsgd_prefetch on this store).
-  [[nodiscard]] status prefetch(const uint64_t* ids, uint64_t rows, cudaStream_t stream) {
-    return pipecodec::cuda::aqsgd_prefetch(own_.store(), ids, rows, stream);
-  }
-
   // Capacity a payload buffer needs for a batch of up to max_rows samples.
-  size_t payload_bytes() const { return payload_bytes_; }
-  const host::aqsgd_config& config() const { return own_.config(); }
-  const aqsgd_device_store& store() const { return own_.store(); }
-  bool pinned() const { return store().pinned(); }
-  uint64_t count() const { return own_.count(); }
-
- private:
-  detail::sample_store_owner own_;
-  size_t payload_bytes_ = 0;
+  size_t payload_bytes() const { return message_bytes(); }
 };
 
 }  // namespace pipecodec::cuda

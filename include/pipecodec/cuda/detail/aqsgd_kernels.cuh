@@ -65,6 +65,33 @@ struct row_store {
   }
 };
 
+// The fused receiver's update of a delta row element from its decoded value d:
+// m = T(fp32(m + d)) and, when out.p is set, out[batch row] = O(m) (row_store's result).
+struct delta_apply_sink {
+  dyn_tensor m;
+  part_rows pr;
+  dyn_tensor out;
+  __device__ __forceinline__ void operator()(uint64_t i, float d) const {
+    const uint64_t k = pr.state_index(i);
+    m.store(k, add_rn(m.load(k), d));
+    if (out.p != nullptr) out.store(pr.batch_index(i), m.load(k));
+  }
+};
+
+// Fused AQ-SGD receiver, quantized delta part: one pass decodes each element of the part
+// (validated into the status area `area` by launch_validation) and applies it. Runs only when
+// `guard` (the whole message's verdict) passes, so a rejected message writes nothing.
+template <uint32_t Threads>
+__global__ void __launch_bounds__(Threads)
+    aqsgd_delta_apply_kernel(const uint8_t* area, status_guard guard, delta_apply_sink sink) {
+  if (!guard.pass()) return;
+  const quant_payload qp = *reinterpret_cast<const quant_payload*>(area + parsed_offset);
+  (void)dispatch_bits(qp.q.bits, [&](auto bc) {
+    decode_quant_warps<decltype(bc)::value>(qp, sink);
+    return status::success;
+  });
+}
+
 // Pinned store: copies staged rows (device, batch order) to their slots in mapped pinned
 // host memory, raw bytes; guarded, so a rejected message writes nothing back.
 struct scatter_rows {

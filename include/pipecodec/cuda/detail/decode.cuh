@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(void* out, const 
   if (sa->codec == uint32_t(codec_id::quant)) {
     const quant_payload qp = *reinterpret_cast<const quant_payload*>(area + parsed_offset);
     (void)dispatch_bits(qp.q.bits, [&](auto bc) {
-      decode_quant_warps<Out, decltype(bc)::value, Accumulate>(qp, out);
+      decode_quant_warps<decltype(bc)::value>(qp, store_decoded<Out, Accumulate>{out});
       return status::success;
     });
   } else {

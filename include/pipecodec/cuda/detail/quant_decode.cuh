@@ -7,9 +7,9 @@
 
 namespace pipecodec::cuda::detail {
 
-// Decodes (or, Accumulate, adds) the whole of an already validated payload into out.
-template <dtype Out, uint32_t Bits, bool Accumulate>
-__device__ void decode_quant_warps(const quant_payload& qp, void* out) {
+// Hands every element of an already validated payload to sink(i, value).
+template <uint32_t Bits, class Sink>
+__device__ void decode_quant_warps(const quant_payload& qp, const Sink& sink) {
   const quant_layout& L = qp.layout;
   const uint64_t per_group = ceil_div(L.chunks_per_group, quant_tile_chunks);
   const uint64_t units = L.groups * per_group;
@@ -29,14 +29,21 @@ __device__ void decode_quant_warps(const quant_payload& qp, void* out) {
     for (uint64_t k = k0; k < k1; ++k) {
       const float v = warp_decode_chunk<Bits>(src + k * Bits * 4, aligned, scale, offset, zero);
       const uint64_t e = k * 32 + lane;
-      if (e < len) {
-        if constexpr (Accumulate)
-          store<Out>(out, begin + e, add_rn(load<Out>(out, begin + e), v));
-        else
-          store<Out>(out, begin + e, v);
-      }
+      if (e < len) sink(begin + e, v);
     }
   }
 }
+
+// out[i] = value (or, Accumulate, out[i] += value) in dtype Out.
+template <dtype Out, bool Accumulate>
+struct store_decoded {
+  void* out;
+  __device__ __forceinline__ void operator()(uint64_t i, float v) const {
+    if constexpr (Accumulate)
+      store<Out>(out, i, add_rn(load<Out>(out, i), v));
+    else
+      store<Out>(out, i, v);
+  }
+};
 
 }  // namespace pipecodec::cuda::detail
