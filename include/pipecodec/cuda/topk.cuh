@@ -39,13 +39,20 @@ namespace pipecodec::cuda::detail {
 template <dtype T, bool RandK>
 inline status launch_select(const topk_encode_args& a, uint8_t* state, uint32_t cap, cudaStream_t stream) {
   const topk_layout& L = a.L;
-  if (grid_unit(L)) {
-    if constexpr (RandK)
-      return launch_grid_select(device_randk_keys{a.d.seed, 0}, L.unit_len, L.k, a.cand, state,
-                                kept_emitter<T>{a, 0}, cap, stream);
-    else
-      return launch_grid_select(device_magnitude_keys<T>{a.in, 0}, L.unit_len, L.k, a.cand, state,
-                                kept_emitter<T>{a, 0}, cap, stream);
+  if (grid_select_units(L)) {  // unit after unit, each on the whole grid (one selection state)
+    const uint64_t m = L.unit_len;
+    for (uint64_t u = 0; u < L.units; ++u) {
+      uint32_t* cand = a.cand + u * (m / 4);
+      status st;
+      if constexpr (RandK)
+        st = launch_grid_select(device_randk_keys{a.d.seed, u * m}, m, L.k, cand, state, kept_emitter<T>{a, u}, cap,
+                                stream);
+      else
+        st = launch_grid_select(device_magnitude_keys<T>{a.in, u * m}, m, L.k, cand, state, kept_emitter<T>{a, u},
+                                cap, stream);
+      if (!ok(st)) return st;
+    }
+    return status::success;
   }
   const uint32_t grid = L.units < 65535 ? uint32_t(L.units) : 65535u;
   launch<topk_encode_kernel<T, RandK>>(grid, topk_threads, 0, stream, a);

@@ -45,6 +45,14 @@ constexpr uint64_t topk_grid_min_len = uint64_t(1) << 16;
 // enumerated (topk_positions.cuh), by every block instead of one.
 PIPECODEC_HD bool grid_unit(const topk_layout& L) { return L.units == 1 && L.unit_len >= topk_grid_min_len; }
 
+// At most this many units of at least topk_grid_min_len elements (a few very long rows) are
+// selected one after the other, each by the whole grid: one block per unit would leave most
+// of a GPU idle. More units fill the GPU with one block each.
+constexpr uint64_t topk_grid_max_units = 16;
+PIPECODEC_HD bool grid_select_units(const topk_layout& L) {
+  return L.units <= topk_grid_max_units && L.unit_len >= topk_grid_min_len;
+}
+
 template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads) topk_grid_init_kernel(topk_grid_state* g, uint64_t m, uint64_t k) {
   for (uint32_t b = threadIdx.x; b < topk_radix_buckets; b += Threads) g->hist[b] = 0;
