@@ -61,7 +61,8 @@ TEST_CASE("CUDA per-sample EF: payloads, table and residuals equal the host's (d
           x.put(in.bytes.data(), in.bytes.size());
           if (pinned && step % 2 == 1) REQUIRE(ok(pipecodec::cuda::aqsgd_prefetch(d.store, ids.data(), rows, nullptr)));
           size_t hl = 0, dl = 0;
-          REQUIRE(ok(h.encode(ids.data(), const_tensor_view(in.bytes.data(), xt, shp), hp.data(), hp.size(), step, &hl)));
+          REQUIRE(ok(h.encode(ids.data(), const_tensor_view(in.bytes.data(), xt, shp), hp.data(), hp.size(), step,
+                              &hl)));
           REQUIRE(ok(d.encode(ids.data(), const_tensor_view(x.p, xt, shp), pay, step, &dl)));
           REQUIRE(dl == hl);
           CHECK(pay.get(dl) == std::vector<uint8_t>(hp.begin(), hp.begin() + hl));

@@ -118,7 +118,8 @@ TEST_CASE("ef options: per-sample residuals, storage dtype, canonical text") {
   CHECK(d.all.fwd.state.ef.store == store_location::device);
   CHECK(parse_ok(to_string(d)) == d);
   CHECK(d != parse_ok("fwd=quant:bits=4+ef(scope=sample)"));
-  CHECK(to_string(parse_ok("fwd=quant:bits=4+ef(dtype=bf16)").all.fwd) == "quant:bits=4,group=128,scale=minmax,round=nearest,scale_dtype=fp32+ef(scope=batch,dtype=bf16)");
+  CHECK(to_string(parse_ok("fwd=quant:bits=4+ef(dtype=bf16)").all.fwd) ==
+        "quant:bits=4,group=128,scale=minmax,round=nearest,scale_dtype=fp32+ef(scope=batch,dtype=bf16)");
   // The defaults keep the short form, so existing policy strings stay canonical.
   CHECK(to_string(parse_ok("fwd=quant:bits=4+ef(scope=batch,dtype=fp32)").all.fwd) ==
         to_string(parse_ok("fwd=quant:bits=4+ef").all.fwd));

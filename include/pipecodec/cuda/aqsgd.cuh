@@ -8,9 +8,10 @@
 // other codecs go through an fp32 scratch. Receiver: frame, ids and both parts validated on
 // the device, then guarded passes write m (and `out`): with quantization the delta rows in
 // one fused pass (read the payload and m, write m and out), other codecs through the fp32
-// scratch; a rejected message leaves every row untouched. Rows live in device memory, or in pinned host memory (`staging` set: the
-// batch's rows are gathered into a device staging buffer and written back; aqsgd_prefetch
-// stages the next batch ahead). docs/STATE.md and docs/CUDA.md have the details.
+// scratch; a rejected message leaves every row untouched. Rows live in device memory, or in
+// pinned host memory (`staging` set: the batch's rows are gathered into a device staging
+// buffer and written back; aqsgd_prefetch stages the next batch ahead). docs/STATE.md and
+// docs/CUDA.md have the details.
 #pragma once
 
 #include "detail/aqsgd_pinned.cuh"
@@ -295,11 +296,11 @@ inline status aqsgd_decode(const host::aqsgd_config& c, aqsgd_device_store& s, c
   uint32_t cap = 0;
   if (ok(st)) st = grid_cap(cap);
   if (ok(st) && len >= f.total_bytes && dr > 0) {
-    float* fd = w.f32 + wr * c.cols;
     if (fused) {
       st = launch_validation(msg + f.delta_offset(), f.delta_bytes, shape(dr, c.cols), delta_area, cap,
-                                         uint8_t(c.codec.codec), stream);
+                             uint8_t(c.codec.codec), stream);
     } else {
+      float* fd = w.f32 + wr * c.cols;
       st = for_each(dr * c.cols, materialize<state_source>{{mt, {c.cols, dsrc + wr, dmrow + wr}}, fd}, stream);
       if (ok(st)) st = decode_codec<true>(c.codec.codec, msg + f.delta_offset(), f.delta_bytes,
                                           tensor_view{fd, dtype::f32, shape(dr, c.cols)}, w.ws[1], w.ws_bytes[1],

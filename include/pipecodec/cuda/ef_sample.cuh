@@ -75,7 +75,8 @@ inline status ef_sample_encode(const host::aqsgd_config& c, aqsgd_device_store& 
   status st = check_device_store(c, s, rows);
   if (!ok(st)) return st;
   if (batch.shp.cols != c.cols) return status::shape_mismatch;
-  if ((batch.data == nullptr && rows > 0) || payload == nullptr || workspace == nullptr) return status::invalid_argument;
+  if ((batch.data == nullptr && rows > 0) || payload == nullptr || workspace == nullptr)
+    return status::invalid_argument;
   if (!valid_dtype(uint8_t(batch.type))) return status::not_supported;
   if (!element_aligned(batch.data, batch.type)) return status::misaligned;
   const shape shp(rows, c.cols);
@@ -105,7 +106,8 @@ inline status ef_sample_encode(const host::aqsgd_config& c, aqsgd_device_store& 
   const const_tensor_view x(batch.data, batch.type, shp);
   st = state_encode<false>(c.codec, x, sample_sum_source{dyn(batch.data, batch.type), et, sr},
                            sample_residual_sink{et, sr}, tensor_view{}, payload, capacity, ws, seed, stream, written);
-  if (ok(st) && s.pinned()) st = scatter_rows_back(c.state_type, s.staging.data, s.rows.data, dslot, rows, c.cols, stream, {});
+  if (ok(st) && s.pinned())
+    st = scatter_rows_back(c.state_type, s.staging.data, s.rows.data, dslot, rows, c.cols, stream, {});
   if (ok(st)) st = commit_plan(s.table, pl);
   return st;
 }

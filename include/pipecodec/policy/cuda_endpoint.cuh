@@ -40,7 +40,7 @@ namespace pipecodec::cuda {
 struct endpoint_options {
   shape max_shape{};                        // largest tensor per call: rows (batch) x cols (features)
   dtype type = dtype::f32;                  // dtype of the tensors handed to encode / decode
-  uint64_t samples = 0;                     // per-sample store capacity (AQ-SGD, EF scope=sample) when the policy leaves it at 0
+  uint64_t samples = 0;                     // per-sample store capacity when the policy leaves it at 0
   allocator device = device_allocator();    // state, workspaces, staging
   allocator pinned = pinned_allocator();    // per-sample stores' pinned rows and plans, the verdict slot
   allocator host_mem = malloc_allocator();  // per-sample stores' id tables
