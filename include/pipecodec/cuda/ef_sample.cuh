@@ -103,8 +103,7 @@ inline status ef_sample_encode(const host::aqsgd_config& c, aqsgd_device_store& 
   const auto* dslot = reinterpret_cast<const uint64_t*>(base + L.slot);
   const sample_rows sr{c.cols, dslot, pl.known, s.pinned()};
   const dyn_tensor et = dyn(e, c.state_type);
-  const const_tensor_view x(batch.data, batch.type, shp);
-  st = state_encode<false>(c.codec, x, sample_sum_source{dyn(batch.data, batch.type), et, sr},
+  st = state_encode<false>(c.codec, batch, sample_sum_source{dyn(batch.data, batch.type), et, sr},
                            sample_residual_sink{et, sr}, tensor_view{}, payload, capacity, ws, seed, stream, written);
   if (ok(st) && s.pinned())
     st = scatter_rows_back(c.state_type, s.staging.data, s.rows.data, dslot, rows, c.cols, stream, {});

@@ -154,18 +154,22 @@ inline status split_clause(std::string_view text, clause& c, std::string* error)
   return status::success;
 }
 
+// The options of a per-sample store (AQ-SGD, EF scope=sample) in canonical order.
+inline std::string store_options(store_location at, dtype storage, uint64_t capacity) {
+  return std::string("store=") + (at == store_location::host ? "host" : "device") + ",dtype=" + to_string(storage) +
+         ",capacity=" + std::to_string(capacity);
+}
+
 inline std::string state_string(const state_spec& s) {
   switch (s.scheme) {
     case state_scheme::none: return "none";
     case state_scheme::ef:
       if (s.ef == ef_options{}) return "ef";
       if (s.ef.scope == ef_scope::batch) return std::string("ef(scope=batch,dtype=") + to_string(s.ef.storage) + ")";
-      return std::string("ef(scope=sample,store=") + (s.ef.store == store_location::host ? "host" : "device") +
-             ",dtype=" + to_string(s.ef.storage) + ",capacity=" + std::to_string(s.ef.capacity) + ")";
+      return "ef(scope=sample," + store_options(s.ef.store, s.ef.storage, s.ef.capacity) + ")";
     case state_scheme::ef21: return "ef21";
     case state_scheme::aqsgd:
-      return std::string("aqsgd(store=") + (s.aqsgd.store == store_location::host ? "host" : "device") +
-             ",dtype=" + to_string(s.aqsgd.storage) + ",capacity=" + std::to_string(s.aqsgd.capacity) + ")";
+      return "aqsgd(" + store_options(s.aqsgd.store, s.aqsgd.storage, s.aqsgd.capacity) + ")";
   }
   return "unknown";
 }
