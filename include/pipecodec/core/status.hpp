@@ -64,4 +64,35 @@ inline const char* to_string(status s) {
   return "unknown status";
 }
 
+// The enumerator's own name ("corrupt_payload"), for logs and bindings that key on it.
+inline const char* status_name(status s) {
+  switch (s) {
+    case status::success: return "success";
+    case status::invalid_argument: return "invalid_argument";
+    case status::invalid_spec: return "invalid_spec";
+    case status::invalid_shape: return "invalid_shape";
+    case status::not_supported: return "not_supported";
+    case status::buffer_too_small: return "buffer_too_small";
+    case status::workspace_too_small: return "workspace_too_small";
+    case status::misaligned: return "misaligned";
+    case status::aliasing: return "aliasing";
+    case status::size_overflow: return "size_overflow";
+    case status::truncated: return "truncated";
+    case status::bad_magic: return "bad_magic";
+    case status::unsupported_version: return "unsupported_version";
+    case status::unknown_codec: return "unknown_codec";
+    case status::invalid_header: return "invalid_header";
+    case status::size_mismatch: return "size_mismatch";
+    case status::shape_mismatch: return "shape_mismatch";
+    case status::corrupt_payload: return "corrupt_payload";
+    case status::state_mismatch: return "state_mismatch";
+    case status::id_mismatch: return "id_mismatch";
+    case status::capacity_exceeded: return "capacity_exceeded";
+    case status::cuda_error: return "cuda_error";
+    case status::out_of_memory: return "out_of_memory";
+    case status::io_error: return "io_error";
+  }
+  return "unknown";
+}
+
 }  // namespace pipecodec
