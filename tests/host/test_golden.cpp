@@ -82,6 +82,7 @@ std::map<std::string, std::string> read_manifest(const std::string& path) {
 }
 
 void write_all(const std::string& dir) {
+  std::filesystem::create_directories(dir + "/inputs");
   std::ofstream man(dir + "/manifest.txt");
   man << "# name payload_bytes payload_fnv1a decode_{f32,f16,bf16} accumulate_{f32,f16,bf16}"
          " (FNV-1a 64 of the output bytes; see tests/host/test_golden.cpp)\n";
@@ -90,6 +91,9 @@ void write_all(const std::string& dir) {
     REQUIRE_MESSAGE(!payload.empty(), c.name);
     std::ofstream(dir + "/" + c.name + ".bin", std::ios::binary)
         .write(reinterpret_cast<const char*>(payload.data()), std::streamsize(payload.size()));
+    const auto input = golden::input_bytes(c);
+    std::ofstream(dir + "/inputs/" + c.name + ".raw", std::ios::binary)
+        .write(reinterpret_cast<const char*>(input.data()), std::streamsize(input.size()));
     man << manifest_line(c, payload) << "\n";
   }
   MESSAGE("regenerated " << golden::cases().size() << " golden payloads in " << dir);
@@ -111,6 +115,10 @@ TEST_CASE("golden payloads are reproduced byte for byte and decode to the record
     const auto fresh = golden::encode(c);
     REQUIRE(!fresh.empty());
     CHECK_MESSAGE(fresh == file, "encoder output differs from the golden payload");
+    // The input, for encoders outside this test (the Python package re-encodes it): raw
+    // bytes of the case's dtype; dtype, shape, spec and seed are in the payload's header.
+    CHECK_MESSAGE(read_file(dir + "/inputs/" + c.name + ".raw") == golden::input_bytes(c),
+                  "inputs/" << c.name << ".raw differs from the case's input: regenerate");
     const auto it = manifest.find(c.name);
     REQUIRE_MESSAGE(it != manifest.end(), "case missing from manifest.txt");
     CHECK(manifest_line(c, file) == it->second);
