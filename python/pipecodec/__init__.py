@@ -19,13 +19,14 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional, Sequence, Union
 
-from . import _core
-from ._core import CodecError, Policy, Spec
+from . import _core, _device
+from ._core import CodecError, Policy, Spec, has_cuda
 
 __all__ = [
     "AQSGD", "CodecError", "EF", "EF21", "EFSample", "Policy", "Receiver", "Sender", "Spec",
     "decode", "decode_accumulate", "decode_shared", "decode_shared_accumulate", "encode",
-    "encode_shared", "encoded_bytes", "info", "workspace_bytes",
+    "device_status", "encode_shared", "encoded_bytes", "has_cuda", "info", "raise_for_status",
+    "workspace_bytes",
 ]
 __version__ = "0.1.0"
 
@@ -43,23 +44,27 @@ def _dtype_name(d: Any) -> str:
     return name[len("torch."):] if name.startswith("torch.") else name
 
 
-def _is_torch(a: Any) -> bool:
-    return type(a).__module__.split(".")[0] == "torch"
-
-
-def _empty(like: Any, shape: Sequence[int], dtype: str) -> Array:
-    """An uninitialised array of the framework (and device) of `like`."""
-    if _is_torch(like):
-        torch = sys.modules["torch"]
-        return torch.empty(tuple(shape), dtype=getattr(torch, dtype), device=like.device)
-    import numpy as np
-
-    # NumPy has no bfloat16: a bf16 payload decodes to float32 unless `out` says otherwise.
-    return np.empty(tuple(shape), dtype=np.float32 if dtype == "bfloat16" else dtype)
-
-
 def _payload(like: Any, size: int, out: Optional[Array]) -> Array:
-    return out if out is not None else _empty(like, (size,), "uint8")
+    return out if out is not None else _device.empty(like, (size,), "uint8")
+
+
+def _workspace(like: Any, spec: Spec, shape: Sequence[int], given: Optional[Array]) -> Array:
+    return given if given is not None else _device.empty(like, (spec.workspace_bytes(list(shape)),), "uint8")
+
+
+def _decode_workspace(out: Array, codec: str, shared: bool, given: Optional[Array]) -> Array:
+    if given is not None:
+        return given
+    n = _core.device_decode_workspace_bytes(out.numel() if _device.framework(out) == "torch" else out.size,
+                                            codec in ("topk", "randk"), shared)
+    return _device.empty(out, (n,), "uint8")
+
+
+def _device_spec(spec: Optional[SpecLike]) -> Spec:
+    if spec is None:
+        raise ValueError("decoding device memory needs spec=: the host cannot read a device payload's "
+                         "codec without a synchronization")
+    return _spec(spec)
 
 
 def encoded_bytes(spec: SpecLike, shape: Sequence[int]) -> int:
@@ -68,62 +73,117 @@ def encoded_bytes(spec: SpecLike, shape: Sequence[int]) -> int:
 
 
 def workspace_bytes(spec: SpecLike, shape: Sequence[int]) -> int:
-    """Workspace an encode of `shape` needs (TopK / RandK; 0 for the others)."""
+    """Workspace an encode of `shape` needs: the CUDA backend's figure (every codec); the host
+    backend uses one for TopK / RandK only, and encode() makes one when none is given."""
     return _spec(spec).workspace_bytes(list(shape))
 
 
 def encode(spec: SpecLike, x: Array, seed: int = 0, out: Optional[Array] = None,
-           workspace: Optional[Array] = None) -> Array:
+           workspace: Optional[Array] = None, stream: Optional[int] = None) -> Array:
     """Encodes `x` (float32 / float16 / bfloat16; N-D is rows x last dimension) with `spec`.
 
     Returns the payload: `out[:n]` when `out` (uint8, at least encoded_bytes) is given, else a
-    new uint8 array. `seed` drives stochastic rounding and RandK's positions."""
+    new uint8 array. `seed` drives stochastic rounding and RandK's positions. Device arrays
+    (CUDA builds) are encoded on `stream`, by default the framework's current stream."""
     s = _spec(spec)
     buf = _payload(x, s.encoded_bytes(list(x.shape)), out)
+    if _device.use_cuda(x):
+        ws = _workspace(x, s, x.shape, workspace)
+        return buf[:_core.cuda_encode_into(s, x, buf, ws, seed, _device.stream(x, stream))]
     return buf[:_core.encode_into(s, x, buf, seed, workspace)]
 
 
-def encode_shared(spec: SpecLike, x: Array, mask: Array, seed: int = 0,
-                  out: Optional[Array] = None) -> Array:
+def encode_shared(spec: SpecLike, x: Array, mask: Array, seed: int = 0, out: Optional[Array] = None,
+                  workspace: Optional[Array] = None, stream: Optional[int] = None) -> Array:
     """TopK with mask=shared: the values of `x` at the positions of `mask` (an earlier TopK
     payload of the same shape, scope and k)."""
     s = _spec(spec)
     buf = _payload(x, s.encoded_bytes(list(x.shape)), out)
-    return buf[:_core.encode_shared_into(s, x, mask, buf, seed)]
+    if _device.use_cuda(x):
+        ws = _workspace(x, s, x.shape, workspace)
+        return buf[:_core.cuda_encode_shared_into(s, x, mask, buf, ws, seed, _device.stream(x, stream))]
+    return buf[:_core.encode_shared_into(s, x, mask, buf, seed, workspace)]
 
 
 def _decode_target(payload: Array, out: Optional[Array]) -> Array:
     if out is not None:
         return out
+    if _device.use_cuda(payload):
+        raise ValueError("decoding device memory needs out=: the host cannot read a device payload's "
+                         "shape without a synchronization")
     i = info(payload)
-    return _empty(payload, i["shape"], i["dtype"])
+    return _device.empty(payload, i["shape"], i["dtype"])
 
 
-def decode(payload: Array, out: Optional[Array] = None, workspace: Optional[Array] = None) -> Array:
-    """Decodes a payload into `out` (any float dtype, the encoded shape) or a new array of the
-    encoded shape and dtype. The payload is validated whole before `out` is written."""
+def _decode(payload: Array, out: Optional[Array], accumulate: bool, workspace: Optional[Array],
+            spec: Optional[SpecLike], stream: Optional[int]) -> Array:
     target = _decode_target(payload, out)
-    _core.decode_into(payload, target, False, workspace)
+    if _device.use_cuda(payload, target):
+        s = _device_spec(spec)
+        ws = _decode_workspace(target, s.codec, False, workspace)
+        _core.cuda_decode_into(s, payload, target, ws, accumulate, _device.stream(target, stream))
+    else:
+        _core.decode_into(payload, target, accumulate, workspace)
     return target
 
 
-def decode_accumulate(payload: Array, out: Array, workspace: Optional[Array] = None) -> Array:
+def decode(payload: Array, out: Optional[Array] = None, workspace: Optional[Array] = None,
+           spec: Optional[SpecLike] = None, stream: Optional[int] = None) -> Array:
+    """Decodes a payload into `out` (any float dtype, the encoded shape) or a new array of the
+    encoded shape and dtype. The payload is validated whole before `out` is written.
+
+    Device arrays (CUDA builds) need `out` and the `spec` the payload was made with; the
+    payload is validated on the device (a rejected one leaves `out` untouched) and the verdict
+    waits in `workspace` for device_status()."""
+    return _decode(payload, out, False, workspace, spec, stream)
+
+
+def decode_accumulate(payload: Array, out: Array, workspace: Optional[Array] = None,
+                      spec: Optional[SpecLike] = None, stream: Optional[int] = None) -> Array:
     """out += decode(payload) (the update EF21 and AQ-SGD apply to their state)."""
-    _core.decode_into(payload, out, True, workspace)
-    return out
+    return _decode(payload, out, True, workspace, spec, stream)
 
 
-def decode_shared(payload: Array, mask: Array, out: Optional[Array] = None) -> Array:
-    """Decodes a shared-mask payload at the positions of its mask payload (zeros elsewhere)."""
+def _decode_shared(payload: Array, mask: Array, out: Optional[Array], accumulate: bool,
+                   workspace: Optional[Array], stream: Optional[int]) -> Array:
     target = _decode_target(mask, out)
-    _core.decode_shared_into(payload, mask, target, False)
+    if _device.use_cuda(payload, mask, target):
+        ws = _decode_workspace(target, "topk", True, workspace)
+        _core.cuda_decode_shared_into(payload, mask, target, ws, accumulate, _device.stream(target, stream))
+    else:
+        _core.decode_shared_into(payload, mask, target, accumulate)
     return target
 
 
-def decode_shared_accumulate(payload: Array, mask: Array, out: Array) -> Array:
+def decode_shared(payload: Array, mask: Array, out: Optional[Array] = None, workspace: Optional[Array] = None,
+                  stream: Optional[int] = None) -> Array:
+    """Decodes a shared-mask payload at the positions of its mask payload (zeros elsewhere)."""
+    return _decode_shared(payload, mask, out, False, workspace, stream)
+
+
+def decode_shared_accumulate(payload: Array, mask: Array, out: Array, workspace: Optional[Array] = None,
+                             stream: Optional[int] = None) -> Array:
     """out += decode_shared(payload, mask), at the kept positions only."""
-    _core.decode_shared_into(payload, mask, out, True)
-    return out
+    return _decode_shared(payload, mask, out, True, workspace, stream)
+
+
+def device_status(workspace: Array, stream: Optional[int] = None) -> str:
+    """Waits for `stream`, then names the verdict of the last device decode that used
+    `workspace` ("success", "corrupt_payload", ...). Raises CodecError when asked to
+    (raise_for_status) or when the read itself fails."""
+    return _core.cuda_status(workspace, _device.stream(workspace, stream))
+
+
+def _raise_unless_success(verdict: str) -> None:
+    if verdict != "success":
+        err = CodecError(f"decode: device validation rejected the payload ({verdict})")
+        err.status = verdict
+        raise err
+
+
+def raise_for_status(workspace: Array, stream: Optional[int] = None) -> None:
+    """device_status(), raising CodecError unless the payload was accepted."""
+    _raise_unless_success(device_status(workspace, stream))
 
 
 def info(payload: Array) -> dict:
@@ -207,3 +267,42 @@ class Receiver(_core.Receiver):
         """Decodes the peer sender's payload for the same step into `out` and returns it."""
         self.decode_into(payload, out, step, epoch, training, sample_ids, seed, mask)
         return out
+
+
+if _core.has_cuda:
+    __all__ += ["CudaReceiver", "CudaSender"]
+
+    class CudaSender(_core.CudaSender):
+        """Sender on the CUDA backend, for device tensors (arguments as Sender; state and
+        workspace on the current CUDA device). Calls enqueue on `stream`, by default the
+        tensor framework's current stream; sample ids stay in host memory."""
+
+        def __init__(self, policy: Union[str, Policy], boundary: int, direction: str,
+                     max_shape: Sequence[int], dtype: Any = "float32", samples: int = 0) -> None:
+            super().__init__(_policy(policy), boundary, direction, list(max_shape), _dtype_name(dtype), samples)
+
+        def encode(self, x: Array, *, step: int = 0, epoch: int = 0, training: bool = True,
+                   sample_ids: Optional[Array] = None, seed: int = 0, mask: Optional[Array] = None,
+                   out: Optional[Array] = None, stream: Optional[int] = None) -> Array:
+            buf = _payload(x, self.encoded_bytes, out)
+            n = self.encode_into(x, buf, step, epoch, training, sample_ids, seed, mask, _device.stream(x, stream))
+            return buf[:n]
+
+    class CudaReceiver(_core.CudaReceiver):
+        """Receiver on the CUDA backend (arguments as Sender). The device validates each
+        payload; check() (or last_status()) waits for the last decode's stream and reports the
+        verdict, and an AQ-SGD receiver commits that batch to its store only then."""
+
+        def __init__(self, policy: Union[str, Policy], boundary: int, direction: str,
+                     max_shape: Sequence[int], dtype: Any = "float32", samples: int = 0) -> None:
+            super().__init__(_policy(policy), boundary, direction, list(max_shape), _dtype_name(dtype), samples)
+
+        def decode(self, payload: Array, out: Array, *, step: int = 0, epoch: int = 0, training: bool = True,
+                   sample_ids: Optional[Array] = None, seed: int = 0, mask: Optional[Array] = None,
+                   stream: Optional[int] = None) -> Array:
+            self.decode_into(payload, out, step, epoch, training, sample_ids, seed, mask, _device.stream(out, stream))
+            return out
+
+        def check(self) -> None:
+            """last_status(), raising CodecError unless the last payload was accepted."""
+            _raise_unless_success(self.last_status())

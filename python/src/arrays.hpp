@@ -135,12 +135,15 @@ place common_place(const char* call, const A&... arrays) {
   return first;
 }
 
-// This build runs the host backend on host arrays; the stateful objects are host-only in
-// every build.
+// The host backend's calls take host arrays. Device arrays go to the CUDA backend's
+// stateless calls in a CUDA build (cuda_py.cu); the stateful objects are host-only.
 template <class... A>
 void require_host(const char* call, const A&... arrays) {
   if (common_place(call, arrays...) != place::host)
-    throw nb::value_error((std::string(call) + ": this object runs the host backend; pass host arrays").c_str());
+    throw nb::value_error((std::string(call) +
+                           ": host arrays only here (device arrays: the stateless calls of a build with "
+                           "the CUDA backend, pip install . -Csetup-args=-Dcuda=enabled)")
+                              .c_str());
 }
 
 pc::dtype parse_dtype(const std::string& s);

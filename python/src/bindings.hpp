@@ -8,6 +8,8 @@ namespace pcpy {
 void bind_codecs(nb::module_& m);
 void bind_states(nb::module_& m);
 void bind_endpoints(nb::module_& m);
+void bind_cuda(nb::module_& m);            // CUDA builds only (cuda_py.cu)
+void bind_cuda_endpoints(nb::module_& m);  // CUDA builds only (cuda_endpoint_py.cu)
 
 // Spec text -> spec; ValueError naming the offending key otherwise.
 pc::spec parse_spec_text(const std::string& text);

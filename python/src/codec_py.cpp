@@ -193,6 +193,12 @@ void bind_codecs(nb::module_& m) {
   m.def("decode_shared_into", &decode_shared_into, nb::arg("payload"), nb::arg("mask"), nb::arg("out"),
         nb::arg("accumulate") = false);
   m.def("info", &info, nb::arg("payload"));
+  // The CUDA backend's decode workspace (status word; TopK / RandK: grid state and RandK's
+  // candidates), smaller than an encode's workspace_bytes().
+  m.def("device_decode_workspace_bytes", [](uint64_t n, bool sparse, bool shared) {
+    using namespace pc::detail;
+    return size_t(workspace_request(sparse || shared ? topk_decode_workspace(n, shared) : workspace_status_bytes));
+  }, nb::arg("n"), nb::arg("sparse"), nb::arg("shared"));
 }
 
 }  // namespace pcpy

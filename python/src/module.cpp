@@ -54,4 +54,11 @@ NB_MODULE(_core, m) {
   bind_codecs(m);
   bind_states(m);
   bind_endpoints(m);
+#ifdef PIPECODEC_PY_CUDA
+  bind_cuda(m);
+  bind_cuda_endpoints(m);
+  m.attr("has_cuda") = true;
+#else
+  m.attr("has_cuda") = false;
+#endif
 }
