@@ -2,6 +2,7 @@
 // (tests/common/print.hpp), not as an integer, in CHECK values, CAPTURE and messages.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -15,4 +16,17 @@ TEST_CASE("failure messages print statuses by name") {
   std::ostringstream os;
   os << status::invalid_header;
   CHECK(os.str() == std::string(to_string(status::invalid_header)));
+}
+
+TEST_CASE("every status has its enumerator's name, distinct from the others") {
+  std::set<std::string> names;
+  for (int i = 0; i <= int(status::io_error); ++i) {
+    const std::string n = status_name(status(i));
+    CAPTURE(i);
+    CHECK(n != "unknown");
+    CHECK(n.find(' ') == std::string::npos);
+    CHECK(names.insert(n).second);
+  }
+  CHECK(std::string(status_name(status::corrupt_payload)) == "corrupt_payload");
+  CHECK(std::string(status_name(status(int(status::io_error) + 1))) == "unknown");
 }
