@@ -33,6 +33,18 @@ inline void check(pc::status st, const char* call) {
   if (!pc::ok(st)) raise(st, call);
 }
 
+// Runs a codec call with the GIL released (it touches no Python object) and raises
+// CodecError when it fails.
+template <class F>
+void run_unlocked(const char* call, F&& f) {
+  pc::status st;
+  {
+    nb::gil_scoped_release unlocked;
+    st = f();
+  }
+  check(st, call);
+}
+
 // Where the arrays of one call live: host memory, or (CUDA builds) one CUDA device.
 enum class place { host, cuda };
 
@@ -50,9 +62,8 @@ void require_contiguous(const A& a, const char* name) {
   int64_t expect = 1;
   for (size_t i = a.ndim(); i-- > 0;) {
     if (a.shape(i) != 1 && a.stride(i) != expect)
-      throw nb::value_error((std::string(name) +
-                             " must be C-contiguous (the codec works in place; pass "
-                             "np.ascontiguousarray(a) or t.contiguous())")
+      throw nb::value_error((std::string(name) + " must be C-contiguous (the codec works in place; pass "
+                                                 "np.ascontiguousarray(a) or t.contiguous())")
                                 .c_str());
     expect *= int64_t(a.shape(i));
   }
@@ -118,8 +129,9 @@ inline bytes_out output_bytes(const out_array& a, const char* name) {
 // Sample ids: one per row, uint64 or int64 (PyTorch's index dtype; read as the same bits).
 inline const uint64_t* sample_ids(const in_array& a, uint64_t rows) {
   const nb::dlpack::dtype t = a.dtype();
-  const bool int64 = t.bits == 64 && t.lanes == 1 &&
-                     (t.code == uint8_t(nb::dlpack::dtype_code::UInt) || t.code == uint8_t(nb::dlpack::dtype_code::Int));
+  const bool int64 =
+      t.bits == 64 && t.lanes == 1 &&
+      (t.code == uint8_t(nb::dlpack::dtype_code::UInt) || t.code == uint8_t(nb::dlpack::dtype_code::Int));
   if (!int64) throw nb::type_error("sample_ids must be a uint64 or int64 array");
   require_contiguous(a, "sample_ids");
   if (a.size() != rows) throw nb::value_error("sample_ids must hold one id per row");

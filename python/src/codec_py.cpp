@@ -1,9 +1,8 @@
 // Stateless codecs: Spec, sizes, encode / decode (plain and accumulating), shared-mask TopK,
 // and info(). Each call checks its arrays, then runs the host backend with the GIL released.
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
-
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/vector.h>
 
 #include <optional>
@@ -71,12 +70,7 @@ size_t encode_into(const pc::spec& s, const in_array& x, const out_array& out, u
   const bytes_out dst = output_bytes(out, "out");
   call_workspace ws(workspace, host_workspace_bytes(s, in.shp));
   size_t written = 0;
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = pc::host::encode(s, in, dst.data, dst.size, ws.data, ws.size, seed, &written);
-  }
-  check(st, "encode");
+  run_unlocked("encode", [&] { return pc::host::encode(s, in, dst.data, dst.size, ws.data, ws.size, seed, &written); });
   return written;
 }
 
@@ -88,12 +82,9 @@ size_t encode_shared_into(const pc::spec& s, const in_array& x, const in_array& 
   const bytes_out dst = output_bytes(out, "out");
   call_workspace ws(workspace, host_workspace_bytes(s, in.shp));
   size_t written = 0;
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = pc::host::encode_shared(s, in, m.data, m.size, dst.data, dst.size, ws.data, ws.size, seed, &written);
-  }
-  check(st, "encode_shared");
+  run_unlocked("encode_shared", [&] {
+    return pc::host::encode_shared(s, in, m.data, m.size, dst.data, dst.size, ws.data, ws.size, seed, &written);
+  });
   return written;
 }
 
@@ -112,13 +103,10 @@ void decode_into(const in_array& payload, const out_array& out, bool accumulate,
   const bytes_in p = input_bytes(payload, "payload");
   const pc::tensor_view o = output_view(out, "out");
   call_workspace ws(workspace, workspace ? 0 : decode_workspace_bytes(p));
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = accumulate ? pc::host::decode_accumulate(p.data, p.size, o, ws.data, ws.size)
-                    : pc::host::decode(p.data, p.size, o, ws.data, ws.size);
-  }
-  check(st, call);
+  run_unlocked(call, [&] {
+    return accumulate ? pc::host::decode_accumulate(p.data, p.size, o, ws.data, ws.size)
+                      : pc::host::decode(p.data, p.size, o, ws.data, ws.size);
+  });
 }
 
 void decode_shared_into(const in_array& values, const in_array& mask, const out_array& out, bool accumulate) {
@@ -127,21 +115,22 @@ void decode_shared_into(const in_array& values, const in_array& mask, const out_
   const bytes_in v = input_bytes(values, "payload");
   const bytes_in m = input_bytes(mask, "mask");
   const pc::tensor_view o = output_view(out, "out");
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = accumulate ? pc::host::decode_shared_accumulate(v.data, v.size, m.data, m.size, o)
-                    : pc::host::decode_shared(v.data, v.size, m.data, m.size, o);
-  }
-  check(st, call);
+  run_unlocked(call, [&] {
+    return accumulate ? pc::host::decode_shared_accumulate(v.data, v.size, m.data, m.size, o)
+                      : pc::host::decode_shared(v.data, v.size, m.data, m.size, o);
+  });
 }
 
 const char* codec_name(pc::codec_id c) {
   switch (c) {
-    case pc::codec_id::plain: return "plain";
-    case pc::codec_id::quant: return "quant";
-    case pc::codec_id::topk: return "topk";
-    case pc::codec_id::randk: return "randk";
+    case pc::codec_id::plain:
+      return "plain";
+    case pc::codec_id::quant:
+      return "quant";
+    case pc::codec_id::topk:
+      return "topk";
+    case pc::codec_id::randk:
+      return "randk";
   }
   return "unknown";
 }
@@ -160,29 +149,33 @@ nb::dict info(const in_array& payload) {
                                    : nb::cast(nb::make_tuple(i.hdr.shp.rows, i.hdr.shp.cols));
   d["bytes"] = i.hdr.total_bytes;
   d["seed"] = i.seed;
-  d["shared_mask"] = (i.hdr.codec == pc::codec_id::topk || i.hdr.codec == pc::codec_id::randk) &&
-                     i.codec_spec.topk.shared_mask;
+  d["shared_mask"] =
+      (i.hdr.codec == pc::codec_id::topk || i.hdr.codec == pc::codec_id::randk) && i.codec_spec.topk.shared_mask;
   return d;
 }
 
 }  // namespace
 
 void bind_codecs(nb::module_& m) {
-  nb::class_<pc::spec>(m, "Spec", "A codec and its parameters, parsed from spec text such as "
-                                  "'quant:bits=4,group=128'. Immutable.")
-      .def("__init__", [](pc::spec* s, const std::string& text) { new (s) pc::spec(parse_spec_text(text)); },
-           nb::arg("text"))
+  nb::class_<pc::spec>(m, "Spec",
+                       "A codec and its parameters, parsed from spec text such as "
+                       "'quant:bits=4,group=128'. Immutable.")
+      .def(
+          "__init__", [](pc::spec* s, const std::string& text) { new (s) pc::spec(parse_spec_text(text)); },
+          nb::arg("text"))
       .def("__str__", [](const pc::spec& s) { return pc::to_string(s); })
       .def("__repr__", [](const pc::spec& s) { return "Spec('" + pc::to_string(s) + "')"; })
       .def("__eq__", [](const pc::spec& a, const pc::spec& b) { return pc::to_string(a) == pc::to_string(b); })
       .def("__hash__", [](const pc::spec& s) { return nb::hash(nb::str(pc::to_string(s).c_str())); })
       .def_prop_ro("codec", [](const pc::spec& s) { return codec_name(s.codec); })
-      .def("encoded_bytes", [](const pc::spec& s, const std::vector<uint64_t>& dims) {
-             return encoded_bytes_of(s, shape_of(dims));
-           }, nb::arg("shape"), "Exact payload size for a tensor of this shape.")
-      .def("workspace_bytes", [](const pc::spec& s, const std::vector<uint64_t>& dims) {
-             return pc::workspace_bytes(s, shape_of(dims));
-           }, nb::arg("shape"), "Workspace an encode of this shape needs (0: none).");
+      .def(
+          "encoded_bytes",
+          [](const pc::spec& s, const std::vector<uint64_t>& dims) { return encoded_bytes_of(s, shape_of(dims)); },
+          nb::arg("shape"), "Exact payload size for a tensor of this shape.")
+      .def(
+          "workspace_bytes",
+          [](const pc::spec& s, const std::vector<uint64_t>& dims) { return pc::workspace_bytes(s, shape_of(dims)); },
+          nb::arg("shape"), "Workspace an encode of this shape needs (0: none).");
 
   m.def("encode_into", &encode_into, nb::arg("spec"), nb::arg("x"), nb::arg("out"), nb::arg("seed") = 0,
         nb::arg("workspace") = nb::none());
@@ -195,10 +188,13 @@ void bind_codecs(nb::module_& m) {
   m.def("info", &info, nb::arg("payload"));
   // The CUDA backend's decode workspace (status word; TopK / RandK: grid state and RandK's
   // candidates), smaller than an encode's workspace_bytes().
-  m.def("device_decode_workspace_bytes", [](uint64_t n, bool sparse, bool shared) {
-    using namespace pc::detail;
-    return size_t(workspace_request(sparse || shared ? topk_decode_workspace(n, shared) : workspace_status_bytes));
-  }, nb::arg("n"), nb::arg("sparse"), nb::arg("shared"));
+  m.def(
+      "device_decode_workspace_bytes",
+      [](uint64_t n, bool sparse, bool shared) {
+        using namespace pc::detail;
+        return size_t(workspace_request(sparse || shared ? topk_decode_workspace(n, shared) : workspace_status_bytes));
+      },
+      nb::arg("n"), nb::arg("sparse"), nb::arg("shared"));
 }
 
 }  // namespace pcpy

@@ -17,8 +17,8 @@ void require_host_ids(const std::optional<in_array>& ids) {
     throw nb::value_error("sample_ids must be in host memory (a CPU tensor or a NumPy array)");
 }
 
-size_t sender_encode(cuda::sender_endpoint& e, const in_array& x, const out_array& out, uint64_t step,
-                     uint64_t epoch, bool training, const std::optional<in_array>& ids, uint64_t seed,
+size_t sender_encode(cuda::sender_endpoint& e, const in_array& x, const out_array& out, uint64_t step, uint64_t epoch,
+                     bool training, const std::optional<in_array>& ids, uint64_t seed,
                      const std::optional<in_array>& mask, uintptr_t stream) {
   device_guard on(mask ? device_of("encode", x, out, *mask) : device_of("encode", x, out));
   require_host_ids(ids);
@@ -26,12 +26,7 @@ size_t sender_encode(cuda::sender_endpoint& e, const in_array& x, const out_arra
   const bytes_out dst = output_bytes(out, "out");
   const step_args a(step, epoch, training, seed, ids, in.shp.rows, mask);
   size_t written = 0;
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = e.encode(in, a.at, dst.data, dst.size, stream_of(stream), &written, a.mask);
-  }
-  check(st, "encode");
+  run_unlocked("encode", [&] { return e.encode(in, a.at, dst.data, dst.size, stream_of(stream), &written, a.mask); });
   return written;
 }
 
@@ -43,12 +38,7 @@ void receiver_decode(cuda::receiver_endpoint& e, const in_array& payload, const 
   const bytes_in p = input_bytes(payload, "payload");
   const pc::tensor_view o = output_view(out, "out");
   const step_args a(step, epoch, training, seed, ids, o.shp.rows, mask);
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = e.decode(p.data, p.size, o, a.at, stream_of(stream), a.mask);
-  }
-  check(st, "decode");
+  run_unlocked("decode", [&] { return e.decode(p.data, p.size, o, a.at, stream_of(stream), a.mask); });
 }
 
 std::string last_status(cuda::receiver_endpoint& e) {
@@ -66,14 +56,12 @@ void bind_cuda_endpoints(nb::module_& m) {
   auto tx = nb::class_<cuda::sender_endpoint>(m, "CudaSender");
   endpoint_common<cuda::sender_endpoint, cuda::endpoint_options>(tx);
   tx.def("encode_into", &sender_encode, nb::arg("x"), nb::arg("out"), nb::arg("step"), nb::arg("epoch"),
-         nb::arg("training"), nb::arg("sample_ids").none(), nb::arg("seed"), nb::arg("mask").none(),
-         nb::arg("stream"));
+         nb::arg("training"), nb::arg("sample_ids").none(), nb::arg("seed"), nb::arg("mask").none(), nb::arg("stream"));
 
   auto rx = nb::class_<cuda::receiver_endpoint>(m, "CudaReceiver");
   endpoint_common<cuda::receiver_endpoint, cuda::endpoint_options>(rx);
   rx.def("decode_into", &receiver_decode, nb::arg("payload"), nb::arg("out"), nb::arg("step"), nb::arg("epoch"),
-         nb::arg("training"), nb::arg("sample_ids").none(), nb::arg("seed"), nb::arg("mask").none(),
-         nb::arg("stream"))
+         nb::arg("training"), nb::arg("sample_ids").none(), nb::arg("seed"), nb::arg("mask").none(), nb::arg("stream"))
       .def("last_status", &last_status);
 }
 

@@ -21,12 +21,9 @@ size_t cuda_encode_into(const pc::spec& s, const in_array& x, const out_array& o
   const bytes_out dst = output_bytes(out, "out");
   const bytes_out ws = output_bytes(workspace, "workspace");
   size_t written = 0;
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = cuda::encode(s, in, dst.data, dst.size, ws.data, ws.size, seed, stream_of(stream), &written);
-  }
-  check(st, "encode");
+  run_unlocked("encode", [&] {
+    return cuda::encode(s, in, dst.data, dst.size, ws.data, ws.size, seed, stream_of(stream), &written);
+  });
   return written;
 }
 
@@ -38,13 +35,10 @@ size_t cuda_encode_shared_into(const pc::spec& s, const in_array& x, const in_ar
   const bytes_out dst = output_bytes(out, "out");
   const bytes_out ws = output_bytes(workspace, "workspace");
   size_t written = 0;
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = cuda::encode_shared(s, in, m.data, m.size, dst.data, dst.size, ws.data, ws.size, seed, stream_of(stream),
-                             &written);
-  }
-  check(st, "encode_shared");
+  run_unlocked("encode_shared", [&] {
+    return cuda::encode_shared(s, in, m.data, m.size, dst.data, dst.size, ws.data, ws.size, seed, stream_of(stream),
+                               &written);
+  });
   return written;
 }
 
@@ -58,18 +52,15 @@ void cuda_decode_into(const pc::spec& s, const in_array& payload, const out_arra
   const pc::tensor_view o = output_view(out, "out");
   const bytes_out ws = output_bytes(workspace, "workspace");
   const bool sparse = s.codec == pc::codec_id::topk || s.codec == pc::codec_id::randk;
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
+  run_unlocked(call, [&] {
     const cudaStream_t q = stream_of(stream);
     if (sparse)
-      st = accumulate ? cuda::decode_topk_accumulate(p.data, p.size, o, ws.data, ws.size, q)
-                      : cuda::decode_topk(p.data, p.size, o, ws.data, ws.size, q);
+      return accumulate ? cuda::decode_topk_accumulate(p.data, p.size, o, ws.data, ws.size, q)
+                        : cuda::decode_topk(p.data, p.size, o, ws.data, ws.size, q);
     else
-      st = accumulate ? cuda::decode_accumulate(p.data, p.size, o, ws.data, ws.size, q)
-                      : cuda::decode(p.data, p.size, o, ws.data, ws.size, q);
-  }
-  check(st, call);
+      return accumulate ? cuda::decode_accumulate(p.data, p.size, o, ws.data, ws.size, q)
+                        : cuda::decode(p.data, p.size, o, ws.data, ws.size, q);
+  });
 }
 
 void cuda_decode_shared_into(const in_array& values, const in_array& mask, const out_array& out,
@@ -80,14 +71,11 @@ void cuda_decode_shared_into(const in_array& values, const in_array& mask, const
   const bytes_in m = input_bytes(mask, "mask");
   const pc::tensor_view o = output_view(out, "out");
   const bytes_out ws = output_bytes(workspace, "workspace");
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
+  run_unlocked(call, [&] {
     const cudaStream_t q = stream_of(stream);
-    st = accumulate ? cuda::decode_shared_accumulate(v.data, v.size, m.data, m.size, o, ws.data, ws.size, q)
-                    : cuda::decode_shared(v.data, v.size, m.data, m.size, o, ws.data, ws.size, q);
-  }
-  check(st, call);
+    return accumulate ? cuda::decode_shared_accumulate(v.data, v.size, m.data, m.size, o, ws.data, ws.size, q)
+                      : cuda::decode_shared(v.data, v.size, m.data, m.size, o, ws.data, ws.size, q);
+  });
 }
 
 // Waits for `stream`, then names the verdict of the last device validation on `workspace`
@@ -96,13 +84,11 @@ std::string cuda_status(const out_array& workspace, uintptr_t stream) {
   device_guard on(device_of("cuda_status", workspace));
   const bytes_out ws = output_bytes(workspace, "workspace");
   pc::status verdict = pc::status::success;
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = cuda::read_status(ws.data, &verdict, stream_of(stream));
-    if (pc::ok(st) && cudaStreamSynchronize(stream_of(stream)) != cudaSuccess) st = pc::status::cuda_error;
-  }
-  check(st, "cuda_status");
+  run_unlocked("cuda_status", [&] {
+    const pc::status st = cuda::read_status(ws.data, &verdict, stream_of(stream));
+    if (pc::ok(st) && cudaStreamSynchronize(stream_of(stream)) != cudaSuccess) return pc::status::cuda_error;
+    return st;
+  });
   return pc::status_name(verdict);
 }
 

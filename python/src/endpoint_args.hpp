@@ -71,8 +71,7 @@ template <class E, class Options>
 void init_endpoint(E* e, const pc::policy& p, uint32_t boundary, const std::string& d,
                    const std::vector<uint64_t>& max_shape, const std::string& dtype, uint64_t samples) {
   new (e) E();
-  check(e->init(p, boundary, direction_arg(d), endpoint_options<Options>(max_shape, dtype, samples)),
-        "init");
+  check(e->init(p, boundary, direction_arg(d), endpoint_options<Options>(max_shape, dtype, samples)), "init");
 }
 
 // Options: the backend's endpoint_options.
@@ -84,10 +83,13 @@ void endpoint_common(C& c) {
       .def_prop_ro("needs_mask", &E::needs_mask)
       .def_prop_ro("counters", &counters<E>)
       .def("reset_counters", &E::reset_counters)
-      .def("set_inference", [](E& e, const std::string& mode) {
-             if (mode != "compress" && mode != "plain") throw nb::value_error("mode must be 'compress' or 'plain'");
-             e.set_inference(mode == "plain" ? pc::inference_mode::plain : pc::inference_mode::compress);
-           }, nb::arg("mode"));
+      .def(
+          "set_inference",
+          [](E& e, const std::string& mode) {
+            if (mode != "compress" && mode != "plain") throw nb::value_error("mode must be 'compress' or 'plain'");
+            e.set_inference(mode == "plain" ? pc::inference_mode::plain : pc::inference_mode::compress);
+          },
+          nb::arg("mode"));
 }
 
 }  // namespace pcpy

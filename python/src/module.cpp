@@ -17,9 +17,12 @@ pc::dtype parse_dtype(const std::string& s) {
 
 const char* dtype_name(pc::dtype t) {
   switch (t) {
-    case pc::dtype::f32: return "float32";
-    case pc::dtype::f16: return "float16";
-    case pc::dtype::bf16: return "bfloat16";
+    case pc::dtype::f32:
+      return "float32";
+    case pc::dtype::f16:
+      return "float16";
+    case pc::dtype::bf16:
+      return "bfloat16";
   }
   return "unknown";
 }
@@ -39,8 +42,8 @@ NB_MODULE(_core, m) {
   using namespace pcpy;
   m.doc() = "pipecodec's compiled codecs (use the pipecodec package, not this module)";
   static nb::object codec_error_type = nb::steal(PyErr_NewExceptionWithDoc(
-      "pipecodec.CodecError", "A pipecodec call failed; `status` names why (e.g. 'corrupt_payload').",
-      PyExc_ValueError, nullptr));
+      "pipecodec.CodecError", "A pipecodec call failed; `status` names why (e.g. 'corrupt_payload').", PyExc_ValueError,
+      nullptr));
   m.attr("CodecError") = codec_error_type;
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

@@ -19,10 +19,14 @@ using pc::checkpoint_kind;
 
 const char* kind_name(checkpoint_kind k) {
   switch (k) {
-    case checkpoint_kind::ef_residual: return "ef_residual";
-    case checkpoint_kind::ef21_state: return "ef21_state";
-    case checkpoint_kind::aqsgd_store: return "aqsgd_store";
-    case checkpoint_kind::ef_sample_store: return "ef_sample_store";
+    case checkpoint_kind::ef_residual:
+      return "ef_residual";
+    case checkpoint_kind::ef21_state:
+      return "ef21_state";
+    case checkpoint_kind::aqsgd_store:
+      return "aqsgd_store";
+    case checkpoint_kind::ef_sample_store:
+      return "ef_sample_store";
   }
   return "unknown";
 }
@@ -42,7 +46,8 @@ nb::dict state_dict(checkpoint_kind k, size_t bytes, Save&& save) {
 
 nb::bytes checkpoint_of(const nb::dict& d, checkpoint_kind k) {
   if (!d.contains("kind") || !d.contains("checkpoint") || nb::cast<std::string>(d["kind"]) != kind_name(k))
-    throw nb::value_error((std::string("load_state_dict: expected a state_dict of kind '") + kind_name(k) + "'").c_str());
+    throw nb::value_error(
+        (std::string("load_state_dict: expected a state_dict of kind '") + kind_name(k) + "'").c_str());
   return nb::cast<nb::bytes>(d["checkpoint"]);
 }
 
@@ -64,20 +69,14 @@ struct tensor_scheme {
     const pc::const_tensor_view in = input_view(x, "x");
     const bytes_out dst = output_bytes(out, "out");
     size_t written = 0;
-    pc::status st;
-    {
-      nb::gil_scoped_release unlocked;
-      st = s.encode(in, dst.data, dst.size, seed, &written);
-    }
-    check(st, "encode");
+    run_unlocked("encode", [&] { return s.encode(in, dst.data, dst.size, seed, &written); });
     return written;
   }
   pc::tensor_view state() const;
   nb::dict save() const {
     const pc::tensor_view v = state();
-    return state_dict(Kind, host::checkpoint_bytes(v), [&](host::memory_sink& sink) {
-      return host::save_checkpoint(Kind, v, sink);
-    });
+    return state_dict(Kind, host::checkpoint_bytes(v),
+                      [&](host::memory_sink& sink) { return host::save_checkpoint(Kind, v, sink); });
   }
   void load(const nb::dict& d) {
     const nb::bytes b = checkpoint_of(d, Kind);
@@ -88,9 +87,13 @@ struct tensor_scheme {
 using ef = tensor_scheme<host::ef_state, checkpoint_kind::ef_residual>;
 using ef21 = tensor_scheme<host::ef21_state, checkpoint_kind::ef21_state>;
 template <>
-pc::tensor_view ef::state() const { return s.residual(); }
+pc::tensor_view ef::state() const {
+  return s.residual();
+}
 template <>
-pc::tensor_view ef21::state() const { return s.state(); }
+pc::tensor_view ef21::state() const {
+  return s.state();
+}
 
 // The per-sample schemes: a store of `capacity` rows of `cols` features, keyed by sample id.
 template <class State, checkpoint_kind Kind>
@@ -107,9 +110,8 @@ struct sample_scheme {
   }
   nb::dict save() const {
     const host::aqsgd_config& c = s.config();
-    return state_dict(Kind, host::checkpoint_bytes(c, s.store()), [&](host::memory_sink& sink) {
-      return host::save_checkpoint(Kind, c, s.store(), sink);
-    });
+    return state_dict(Kind, host::checkpoint_bytes(c, s.store()),
+                      [&](host::memory_sink& sink) { return host::save_checkpoint(Kind, c, s.store(), sink); });
   }
   void load(const nb::dict& d) {
     const nb::bytes b = checkpoint_of(d, Kind);
@@ -134,12 +136,7 @@ size_t ef_sample_encode(ef_sample& e, const in_array& ids, const in_array& x, co
   const uint64_t* id = sample_ids(ids, in.shp.rows);
   const bytes_out dst = output_bytes(out, "out");
   size_t written = 0;
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = e.s.encode(id, in, dst.data, dst.size, seed, &written);
-  }
-  check(st, "encode");
+  run_unlocked("encode", [&] { return e.s.encode(id, in, dst.data, dst.size, seed, &written); });
   return written;
 }
 
@@ -150,12 +147,7 @@ size_t aqsgd_encode(aqsgd& a, const in_array& ids, const in_array& x, const out_
   const uint64_t* id = sample_ids(ids, in.shp.rows);
   const bytes_out dst = output_bytes(out, "out");
   size_t written = 0;
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = a.s.encode(id, in, warmup, dst.data, dst.size, seed, &written);
-  }
-  check(st, "encode");
+  run_unlocked("encode", [&] { return a.s.encode(id, in, warmup, dst.data, dst.size, seed, &written); });
   return written;
 }
 
@@ -166,12 +158,7 @@ void aqsgd_decode(aqsgd& a, const in_array& payload, const in_array& ids, const 
   const bytes_in p = input_bytes(payload, "payload");
   const pc::tensor_view o = output_view(out, "out");
   const uint64_t* id = sample_ids(ids, o.shp.rows);
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = a.s.decode(p.data, p.size, id, o);
-  }
-  check(st, "decode");
+  run_unlocked("decode", [&] { return a.s.decode(p.data, p.size, id, o); });
 }
 
 void ef21_decode(ef21& e, const in_array& payload, const std::optional<out_array>& out) {
@@ -180,12 +167,7 @@ void ef21_decode(ef21& e, const in_array& payload, const std::optional<out_array
   const bytes_in p = input_bytes(payload, "payload");
   pc::tensor_view o{};
   if (out) o = output_view(*out, "out");
-  pc::status st;
-  {
-    nb::gil_scoped_release unlocked;
-    st = e.s.decode(p.data, p.size, o);
-  }
-  check(st, "decode");
+  run_unlocked("decode", [&] { return e.s.decode(p.data, p.size, o); });
 }
 
 template <class T, class C>
@@ -215,11 +197,14 @@ void sample_common(C& c) {
 void bind_states(nb::module_& m) {
   auto ef_c = nb::class_<ef>(m, "EF");
   tensor_common<ef>(ef_c);
-  ef_c.def_prop_ro("residual", [](const ef& e) { return state_view(e.state()); }, nb::rv_policy::reference_internal);
+  ef_c.def_prop_ro(
+      "residual", [](const ef& e) { return state_view(e.state()); }, nb::rv_policy::reference_internal);
 
   auto ef21_c = nb::class_<ef21>(m, "EF21");
   tensor_common<ef21>(ef21_c);
-  ef21_c.def_prop_ro("state", [](const ef21& e) { return state_view(e.state()); }, nb::rv_policy::reference_internal)
+  ef21_c
+      .def_prop_ro(
+          "state", [](const ef21& e) { return state_view(e.state()); }, nb::rv_policy::reference_internal)
       .def("decode", &ef21_decode, nb::arg("payload"), nb::arg("out") = nb::none());
 
   auto efs_c = nb::class_<ef_sample>(m, "EFSample");
@@ -230,8 +215,8 @@ void bind_states(nb::module_& m) {
   auto aq_c = nb::class_<aqsgd>(m, "AQSGD");
   sample_common<aqsgd>(aq_c);
   aq_c.def_prop_ro("payload_bytes", [](const aqsgd& a) { return a.s.message_bytes(); })
-      .def("encode_into", &aqsgd_encode, nb::arg("sample_ids"), nb::arg("x"), nb::arg("out"),
-           nb::arg("warmup") = false, nb::arg("seed") = 0)
+      .def("encode_into", &aqsgd_encode, nb::arg("sample_ids"), nb::arg("x"), nb::arg("out"), nb::arg("warmup") = false,
+           nb::arg("seed") = 0)
       .def("decode", &aqsgd_decode, nb::arg("payload"), nb::arg("sample_ids"), nb::arg("out"));
 }
 
