@@ -17,7 +17,8 @@ neighbour stage to (boundary, (max rows, width)), boundary b joining stages b an
   recv(out, src, d, at)              fills `out` with what stage `src` sent
   set_inference(mode)                "compress" | "plain", before each evaluation
 `at` holds what both ends of a boundary agree on for one batch (the keyword arguments of
-pipecodec's Sender.encode): step, epoch, training, sample_ids (training sample indices) and seed.
+pipecodec's Sender.encode): step, epoch, training, sample_ids (the rows' indices in their data
+set; AQ-SGD keys its per-sample state by them) and seed.
 """
 import argparse
 import os
