@@ -71,7 +71,11 @@ template <class E, class Options>
 void init_endpoint(E* e, const pc::policy& p, uint32_t boundary, const std::string& d,
                    const std::vector<uint64_t>& max_shape, const std::string& dtype, uint64_t samples) {
   new (e) E();
-  check(e->init(p, boundary, direction_arg(d), endpoint_options<Options>(max_shape, dtype, samples)), "init");
+  const pc::status st = e->init(p, boundary, direction_arg(d), endpoint_options<Options>(max_shape, dtype, samples));
+  if (!pc::ok(st)) {
+    e->~E();  // nanobind does not destroy an object whose __init__ raised: free what init took
+    raise(st, "init of the " + d + " endpoint at boundary " + std::to_string(boundary));
+  }
 }
 
 // Options: the backend's endpoint_options.

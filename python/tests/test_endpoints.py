@@ -77,3 +77,11 @@ def test_endpoint_checks_its_tensors(rng):
     assert e.value.status == "shape_mismatch"
     with pytest.raises(ValueError, match="direction"):
         pc.Sender("fwd=quant:bits=8", 0, "up", (4, 64))
+
+
+def test_a_failed_init_says_where():
+    # AQ-SGD forward with a shared-mask gradient: the forward message is not a TopK payload.
+    policy = "fwd=topk:ratio=0.1+aqsgd; bwd=topk:ratio=0.1,mask=shared"
+    with pytest.raises(pc.CodecError, match="bwd endpoint at boundary 2") as e:
+        pc.Sender(policy, 2, "bwd", (4, 64), samples=8)
+    assert e.value.status == "not_supported"
