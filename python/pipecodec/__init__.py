@@ -171,6 +171,8 @@ def device_status(workspace: Array, stream: Optional[int] = None) -> str:
     """Waits for `stream`, then names the verdict of the last device decode that used
     `workspace` ("success", "corrupt_payload", ...). Raises CodecError when asked to
     (raise_for_status) or when the read itself fails."""
+    if not has_cuda:
+        raise RuntimeError("device_status needs pipecodec built with the CUDA backend")
     return _core.cuda_status(workspace, _device.stream(workspace, stream))
 
 

@@ -113,3 +113,8 @@ def test_gil_is_released_while_a_codec_runs():
     # Were the GIL held, the counter thread could not run at all until the call returned; it
     # counts about 10^7 per second when it can.
     assert elapsed > 0.01 and during > 1000, (during, elapsed)
+
+
+def test_device_status_wants_device_memory():
+    with pytest.raises(RuntimeError if not pc.has_cuda else ValueError):
+        pc.device_status(np.zeros(256, np.uint8))
