@@ -16,7 +16,7 @@ A failed call raises CodecError (a ValueError) whose ``status`` names the reason
 """
 from __future__ import annotations
 
-import sys
+import math
 from typing import Any, Optional, Sequence, Union
 
 from . import _core, _device
@@ -55,8 +55,7 @@ def _workspace(like: Any, spec: Spec, shape: Sequence[int], given: Optional[Arra
 def _decode_workspace(out: Array, codec: str, shared: bool, given: Optional[Array]) -> Array:
     if given is not None:
         return given
-    n = _core.device_decode_workspace_bytes(out.numel() if _device.framework(out) == "torch" else out.size,
-                                            codec in ("topk", "randk"), shared)
+    n = _core.device_decode_workspace_bytes(math.prod(out.shape), codec in ("topk", "randk"), shared)
     return _device.empty(out, (n,), "uint8")
 
 

@@ -79,14 +79,20 @@ pc::dtype tensor_dtype(const A& a, const char* name) {
 }
 
 // 1-D: n elements; N-D: rows = the product of the leading dimensions, cols = the last one
-// (a (batch, seq, hidden) activation is batch*seq rows of hidden features).
+// (a (batch, seq, hidden) activation is batch*seq rows of hidden features). dim(i): size i.
+template <class Dim>
+pc::shape rows_by_last(size_t ndim, Dim dim, const char* name) {
+  if (ndim == 0) throw nb::value_error((std::string(name) + " must have at least one dimension").c_str());
+  if (ndim == 1) return pc::shape(dim(0));
+  uint64_t rows = 1;
+  for (size_t i = 0; i + 1 < ndim; ++i) rows *= dim(i);
+  return pc::shape(rows, dim(ndim - 1));
+}
+
 template <class A>
 pc::shape tensor_shape(const A& a, const char* name) {
-  if (a.ndim() == 0) throw nb::value_error((std::string(name) + " must have at least one dimension").c_str());
-  if (a.ndim() == 1) return pc::shape(a.shape(0));
-  uint64_t rows = 1;
-  for (size_t i = 0; i + 1 < a.ndim(); ++i) rows *= a.shape(i);
-  return pc::shape(rows, a.shape(a.ndim() - 1));
+  return rows_by_last(
+      a.ndim(), [&](size_t i) { return uint64_t(a.shape(i)); }, name);
 }
 
 inline pc::const_tensor_view input_view(const in_array& a, const char* name) {

@@ -24,11 +24,8 @@ pc::spec parse_spec_text(const std::string& text) {
 namespace {
 
 pc::shape shape_of(const std::vector<uint64_t>& dims) {
-  if (dims.empty()) throw nb::value_error("shape must have at least one dimension");
-  if (dims.size() == 1) return pc::shape(dims[0]);
-  uint64_t rows = 1;
-  for (size_t i = 0; i + 1 < dims.size(); ++i) rows *= dims[i];
-  return pc::shape(rows, dims.back());
+  return rows_by_last(
+      dims.size(), [&](size_t i) { return dims[i]; }, "shape");
 }
 
 size_t encoded_bytes_of(const pc::spec& s, const pc::shape& shp) {
@@ -121,20 +118,6 @@ void decode_shared_into(const in_array& values, const in_array& mask, const out_
   });
 }
 
-const char* codec_name(pc::codec_id c) {
-  switch (c) {
-    case pc::codec_id::plain:
-      return "plain";
-    case pc::codec_id::quant:
-      return "quant";
-    case pc::codec_id::topk:
-      return "topk";
-    case pc::codec_id::randk:
-      return "randk";
-  }
-  return "unknown";
-}
-
 nb::dict info(const in_array& payload) {
   require_host("info", payload);
   const bytes_in p = input_bytes(payload, "payload");
@@ -142,7 +125,7 @@ nb::dict info(const in_array& payload) {
   check(pc::inspect(p.data, p.size, i), "info");
   nb::dict d;
   d["version"] = i.hdr.version;
-  d["codec"] = codec_name(i.hdr.codec);
+  d["codec"] = pc::to_string(i.hdr.codec);
   d["spec"] = pc::to_string(i.codec_spec);
   d["dtype"] = dtype_name(i.hdr.type);
   d["shape"] = i.hdr.shp.ndim == 1 ? nb::cast(nb::make_tuple(i.hdr.shp.cols))
@@ -167,7 +150,7 @@ void bind_codecs(nb::module_& m) {
       .def("__repr__", [](const pc::spec& s) { return "Spec('" + pc::to_string(s) + "')"; })
       .def("__eq__", [](const pc::spec& a, const pc::spec& b) { return pc::to_string(a) == pc::to_string(b); })
       .def("__hash__", [](const pc::spec& s) { return nb::hash(nb::str(pc::to_string(s).c_str())); })
-      .def_prop_ro("codec", [](const pc::spec& s) { return codec_name(s.codec); })
+      .def_prop_ro("codec", [](const pc::spec& s) { return pc::to_string(s.codec); })
       .def(
           "encoded_bytes",
           [](const pc::spec& s, const std::vector<uint64_t>& dims) { return encoded_bytes_of(s, shape_of(dims)); },

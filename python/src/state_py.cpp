@@ -130,24 +130,31 @@ struct sample_scheme {
 using ef_sample = sample_scheme<host::ef_sample_state, checkpoint_kind::ef_sample_store>;
 using aqsgd = sample_scheme<host::aqsgd_state, checkpoint_kind::aqsgd_store>;
 
-size_t ef_sample_encode(ef_sample& e, const in_array& ids, const in_array& x, const out_array& out, uint64_t seed) {
+// A per-sample sender's call: the batch, one id per row, the payload buffer.
+struct sample_batch {
+  pc::const_tensor_view in;
+  const uint64_t* ids;
+  bytes_out dst;
+};
+
+sample_batch checked_batch(const in_array& ids, const in_array& x, const out_array& out) {
   require_host("encode", ids, x, out);
   const pc::const_tensor_view in = input_view(x, "x");
-  const uint64_t* id = sample_ids(ids, in.shp.rows);
-  const bytes_out dst = output_bytes(out, "out");
+  return {in, sample_ids(ids, in.shp.rows), output_bytes(out, "out")};
+}
+
+size_t ef_sample_encode(ef_sample& e, const in_array& ids, const in_array& x, const out_array& out, uint64_t seed) {
+  const sample_batch b = checked_batch(ids, x, out);
   size_t written = 0;
-  run_unlocked("encode", [&] { return e.s.encode(id, in, dst.data, dst.size, seed, &written); });
+  run_unlocked("encode", [&] { return e.s.encode(b.ids, b.in, b.dst.data, b.dst.size, seed, &written); });
   return written;
 }
 
 size_t aqsgd_encode(aqsgd& a, const in_array& ids, const in_array& x, const out_array& out, bool warmup,
                     uint64_t seed) {
-  require_host("encode", ids, x, out);
-  const pc::const_tensor_view in = input_view(x, "x");
-  const uint64_t* id = sample_ids(ids, in.shp.rows);
-  const bytes_out dst = output_bytes(out, "out");
+  const sample_batch b = checked_batch(ids, x, out);
   size_t written = 0;
-  run_unlocked("encode", [&] { return a.s.encode(id, in, warmup, dst.data, dst.size, seed, &written); });
+  run_unlocked("encode", [&] { return a.s.encode(b.ids, b.in, warmup, b.dst.data, b.dst.size, seed, &written); });
   return written;
 }
 
@@ -162,8 +169,7 @@ void aqsgd_decode(aqsgd& a, const in_array& payload, const in_array& ids, const 
 }
 
 void ef21_decode(ef21& e, const in_array& payload, const std::optional<out_array>& out) {
-  if (out) require_host("decode", payload, *out);
-  require_host("decode", payload);
+  out ? require_host("decode", payload, *out) : require_host("decode", payload);
   const bytes_in p = input_bytes(payload, "payload");
   pc::tensor_view o{};
   if (out) o = output_view(*out, "out");

@@ -17,7 +17,7 @@ inline void run_info(int argc, char** argv) {
   const pipecodec::header& h = info.hdr;
   const uint64_t n = h.shp.size();
   std::printf("format_version: %u\n", unsigned(h.version));
-  std::printf("codec: %s\n", codec_name(h.codec));
+  std::printf("codec: %s\n", pipecodec::to_string(h.codec));
   std::printf("spec: %s\n", pipecodec::to_string(info.codec_spec).c_str());
   std::printf("seed: %llu\n", static_cast<unsigned long long>(info.seed));
   std::printf("dtype: %s\n", pipecodec::to_string(h.type));

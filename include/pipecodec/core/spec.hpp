@@ -8,6 +8,17 @@
 namespace pipecodec {
 
 enum class codec_id : uint8_t { plain = 1, quant = 2, topk = 3, randk = 4 };
+
+// The codec's name as spec text spells it ("quant", "topk", ...).
+inline const char* to_string(codec_id c) {
+  switch (c) {
+    case codec_id::plain: return "plain";
+    case codec_id::quant: return "quant";
+    case codec_id::topk: return "topk";
+    case codec_id::randk: return "randk";
+  }
+  return "unknown";
+}
 enum class scale_mode : uint8_t { minmax = 1, absmax = 2 };
 enum class rounding : uint8_t { nearest = 1, stochastic = 2 };
 enum class group_kind : uint8_t { elements = 1, row = 2, tensor = 3 };
