@@ -9,6 +9,8 @@
 //   decode_x_read  dense decode_topk of that payload / read time (the whole-grid decode for
 //             scope=tensor; the decode is checked to have accepted the payload)
 //   GB/s      input bytes / encode time
+// Since 2026-12-02 also: RandK (tensor scope; its decode re-selects on the whole grid) and 8
+// rows of 2^(LOG2N - 3) (u32 and bitmap positions), whose decode runs on the whole grid.
 //   PIPECODEC_BENCH_LOG2N (default 28)   tensor-scope elements = 2^LOG2N
 //   PIPECODEC_BENCH_REPS  (default 15)   timed runs per case
 #include <string>
@@ -118,5 +120,14 @@ int main(int argc, char** argv) {
       add("row/4096x16384/" + std::string(pc::to_string(t)) + "/k=" + ratio, bench_topk, t, rows,
           std::string("topk:ratio=") + ratio + ",scope=row,values=" + values);
   }
+  // The paths that left most of a GPU idle until 2026-12-02: a RandK decode's re-selection of a
+  // large tensor, and 8 very long rows (selected, validated and scattered by the whole grid, row
+  // after row). bitmap: the grid's chunk-count ranks.
+  const pc::shape few_rows(8, uint64_t(1) << (log2n - 3));
+  add("randk-tensor/2^" + std::to_string(log2n) + "/f32/k=0.01", bench_topk, pc::dtype::f32, tensor,
+      std::string("randk:ratio=0.01,scope=tensor"));
+  for (const char* index : {"u32", "bitmap"})
+    add("few-rows/8x2^" + std::to_string(log2n - 3) + "/f32/k=0.01/" + index, bench_topk, pc::dtype::f32, few_rows,
+        std::string("topk:ratio=0.01,scope=row,index=") + index);
   return run(argc, argv, "cuda_topk bench");
 }

@@ -55,8 +55,8 @@ void cuda_decode_into(const pc::spec& s, const in_array& payload, const out_arra
   run_unlocked(call, [&] {
     const cudaStream_t q = stream_of(stream);
     if (sparse)
-      return accumulate ? cuda::decode_topk_accumulate(p.data, p.size, o, ws.data, ws.size, q)
-                        : cuda::decode_topk(p.data, p.size, o, ws.data, ws.size, q);
+      return accumulate ? cuda::decode_topk_accumulate(p.data, p.size, o, ws.data, ws.size, q, s.codec)
+                        : cuda::decode_topk(p.data, p.size, o, ws.data, ws.size, q, s.codec);
     else
       return accumulate ? cuda::decode_accumulate(p.data, p.size, o, ws.data, ws.size, q)
                         : cuda::decode(p.data, p.size, o, ws.data, ws.size, q);

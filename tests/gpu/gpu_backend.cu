@@ -176,8 +176,8 @@ status gpu_backend::decode_topk(const std::vector<uint8_t>& bytes, const std::ve
       s = accumulate ? pipecodec::cuda::decode_shared_accumulate(p, bytes.size(), mask.ptr, ml, v, w, ws, str)
                      : pipecodec::cuda::decode_shared(p, bytes.size(), mask.ptr, ml, v, w, ws, str);
     } else {
-      s = accumulate ? pipecodec::cuda::decode_topk_accumulate(p, bytes.size(), v, w, ws, str)
-                     : pipecodec::cuda::decode_topk(p, bytes.size(), v, w, ws, str);
+      s = accumulate ? pipecodec::cuda::decode_topk_accumulate(p, bytes.size(), v, w, ws, str, decode_codec)
+                     : pipecodec::cuda::decode_topk(p, bytes.size(), v, w, ws, str, decode_codec);
     }
     if (!ok(s)) return s;
     return pipecodec::cuda::read_status(w, pinned_status, str);

@@ -50,6 +50,7 @@ struct gpu_backend {
   launch_mode mode = launch_mode::stream;
   size_t payload_offset = 0;    // byte offsets of the payload and workspace pointers,
   size_t workspace_offset = 0;  // e.g. 1 to check unaligned buffers
+  codec_id decode_codec{};      // decode_topk's `codec` (default: either)
   cudaStream_t stream = nullptr;
   device_buffer in, payload, workspace, out, mask;
   status* pinned_status = nullptr;

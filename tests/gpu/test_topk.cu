@@ -12,6 +12,7 @@
 #include "../common/backend_checks.hpp"
 #include "../common/print.hpp"
 #include "gpu_backend.hpp"
+#include "pipecodec/cuda/detail/topk_grid_select.cuh"
 #include "topk_inputs.hpp"
 
 using namespace pipecodec;
@@ -52,14 +53,21 @@ void check_case(testg::gpu_backend& b, const spec& s, shape shp, int kind, dtype
   const status st = b.encode(s, in, t, shp, 5, got);
   REQUIRE_MESSAGE(ok(st), st);
   REQUIRE_MESSAGE(testb::first_difference(got, want) == -1, "first difference at byte " << testb::first_difference(got, want));
-  for (bool acc : {false, true}) {
+  // Decoded naming the codec (RandK: re-selection on the whole grid where the payload allows)
+  // and, for RandK, also without (then on one block per unit).
+  const bool randk = s.codec == codec_id::randk;
+  for (int run = 0; run < (randk ? 3 : 2); ++run) {
+    const bool acc = run == 1;
+    b.decode_codec = run < 2 ? s.codec : codec_id{};
     CAPTURE(acc);
+    CAPTURE(int(b.decode_codec));
     std::vector<uint8_t> hy = testb::accumulator(t, shp.size(), 9), dy = hy;
     REQUIRE(ok(testb::host_decode(want, want.size(), t, shp, hy, acc)));
     const status ds = b.decode_topk(got, nullptr, t, shp, dy, acc);
     REQUIRE_MESSAGE(ok(ds), ds);
     REQUIRE(testb::first_difference(dy, hy) == -1);
   }
+  b.decode_codec = codec_id{};
 }
 
 }  // namespace
@@ -100,6 +108,58 @@ TEST_CASE("cuda topk: large tensors on the whole grid (2^24 + 3 on a GPU, 2^18 +
       REQUIRE(ok(parse_spec(text, s)));
       check_case(b, s, shp, kind, kind == 2 ? dtype::bf16 : dtype::f32);
     }
+}
+
+namespace {
+
+// The whole-grid select's pass control as the last encode left it in the workspace.
+cuda::detail::topk_grid_state grid_state_after_encode(testg::gpu_backend& b, const spec& s, shape shp) {
+  detail::topk_desc d;
+  detail::topk_layout L;
+  REQUIRE(ok(detail::resolve_topk(s, shp, 0, d)));
+  REQUIRE(detail::make_topk_layout(d, shp, L));
+  REQUIRE(cuda::detail::grid_select_units(L));
+  const uint64_t at = detail::make_topk_workspace(d, L).state_offset + detail::align16(16 * L.units);
+  cuda::detail::topk_grid_state g;
+  testg::check_cuda(cudaMemcpy(&g, cuda::detail::align_workspace(b.workspace.ptr) + at, sizeof g,
+                               cudaMemcpyDeviceToHost),
+                    "grid state");
+  return g;
+}
+
+}  // namespace
+
+// The read count of docs/TOPK.md: on ordinary inputs the pass that buffers the k-th key's
+// bucket also counts the keys above it per chunk, so the count kernel reads only the buffer
+// (3 reads of the input); a bucket kept whole after the first pass ends the select early
+// (3 reads: pass 1, count, emit); inputs of few distinct values overflow the buffer and take
+// the counting read (5). The payloads are byte-identical on every path (the cases above).
+TEST_CASE("cuda topk: the grid select counts from its buffer unless it exits early or the buffer overflows") {
+  testg::gpu_backend b;
+  const shape shp(70001);
+  const uint32_t first_digit = detail::topk_digit_mask(0) << detail::topk_digit_shift(0);
+  const struct {
+    const char* spec;
+    int kind;
+    bool buffered, first_pass_exit;
+  } cases[] = {{"topk:ratio=0.01,scope=tensor", 0, true, false},
+               {"randk:ratio=0.1,scope=tensor", 0, true, false},
+               {"topk:ratio=0.3,scope=tensor", 5, false, true},  // 40 magnitudes: the k-th one's bucket is kept whole
+               {"topk:ratio=0.01,scope=tensor", 1, false, false},
+               {"topk:ratio=0.01,scope=tensor", 2, false, false}};
+  for (const auto& c : cases) {
+    CAPTURE_TEXT(c.spec);
+    CAPTURE(c.kind);
+    spec s;
+    REQUIRE(ok(parse_spec(c.spec, s)));
+    std::vector<uint8_t> got;
+    REQUIRE(ok(b.encode(s, testdata::as_bytes(testk_gpu::adversarial(c.kind, shp.size(), 3), dtype::f32), dtype::f32,
+                        shp, 5, got)));
+    const auto g = grid_state_after_encode(b, s, shp);
+    CHECK((g.buffered != 0) == c.buffered);
+    CHECK((g.t.mask == first_digit) == c.first_pass_exit);
+    CHECK(g.skip == 0);
+  }
 }
 
 // The case a PTX simulator once failed (wrong ranks after block_compact_range): it ran
@@ -213,7 +273,9 @@ void check_corruption(testg::gpu_backend& b, const corruption& c, shape shp, boo
   testk_gpu::corrupt(pl, c.what);
   std::vector<uint8_t> hy = testb::accumulator(dtype::f32, shp.size(), 4), dy = hy;
   const status hs = testb::host_decode(pl, pl.size(), dtype::f32, shp, hy, acc);
+  b.decode_codec = s.codec;
   CHECK(b.decode_topk(pl, nullptr, dtype::f32, shp, dy, acc) == hs);
+  b.decode_codec = codec_id{};
   CHECK(ok(hs) == (std::string(c.what) == "none"));
   CHECK(testb::first_difference(dy, hy) == -1);
 }
@@ -253,10 +315,39 @@ TEST_CASE("cuda topk: a large tensor's payload is validated by the whole grid, f
       {"topk:ratio=0.2,scope=tensor,index=bitmap,values=quant,bits=4", "NaN scale"},
       {"topk:ratio=0.2,scope=tensor,index=bitmap,values=quant,bits=4", "none"},
       {"topk:ratio=0.01,scope=tensor,index=u32", "none"},
+      {"randk:ratio=0.05,scope=tensor,values=quant,bits=4", "NaN scale"},
+      {"randk:ratio=0.05,scope=tensor,seed=9", "scope byte"},
+      {"randk:ratio=0.05,scope=tensor,seed=9", "none"},
   };
   // Neither size is a multiple of 8: the bitmap has room for a bit past n.
   for (const shape shp : {shape(testg::sized(uint64_t(1) << 22, 70001) + 2), shape(1, 65537)})
     for (const corruption& c : cases)
       for (bool acc : {false, true})
         if (!testg::quick() || (!acc && shp.rows != 1)) check_corruption(b, c, shp, acc);
+}
+
+// A few long rows (at most 16, each >= 2^16) are validated, and RandK rows re-selected, by
+// the whole grid, one share of the chunks per row: a bitmap bit moved from one row to the
+// next keeps the total and must still be found.
+TEST_CASE("cuda topk: a few long rows are validated and decoded by the whole grid") {
+  testg::gpu_backend b;
+  const corruption cases[] = {
+      {"topk:ratio=0.01,scope=row,index=u32", "index out of range"},
+      {"topk:ratio=0.01,scope=row,index=u32", "last index out of range"},
+      {"topk:ratio=0.01,scope=row,index=u32", "last index repeated"},
+      {"topk:ratio=0.3,scope=row,index=bitmap", "extra bitmap bit"},
+      {"topk:ratio=0.3,scope=row,index=bitmap", "last bitmap bit cleared"},
+      {"topk:ratio=0.3,scope=row,index=bitmap", "bitmap bit moved to the next unit"},
+      {"topk:ratio=0.3,scope=row,index=bitmap,values=fp16", "bitmap bit past n"},
+      {"topk:ratio=0.2,scope=row,index=bitmap,values=quant,bits=4", "NaN scale"},
+      {"topk:ratio=0.2,scope=row,index=bitmap,values=quant,bits=4", "none"},
+      {"topk:ratio=0.01,scope=row,index=u32", "none"},
+      {"randk:ratio=0.05,scope=row,values=quant,bits=4", "NaN scale"},
+      {"randk:ratio=0.05,scope=row,seed=9", "none"},
+  };
+  // Rows that are not a multiple of 8 long: row 1's bits start inside a byte.
+  const shape shp(testg::emulated ? 3 : 5, testg::sized((uint64_t(1) << 21) + 3, 65539));
+  for (const corruption& c : cases)
+    for (bool acc : {false, true})
+      if (!testg::quick() || !acc) check_corruption(b, c, shp, acc);
 }

@@ -82,6 +82,14 @@ inline void corrupt(std::vector<uint8_t>& p, const std::string& what) {
     uint64_t i = L.n;
     while ((idx[(i - 1) / 8] >> ((i - 1) % 8)) & 1u) --i;
     idx[(i - 1) / 8] = uint8_t(idx[(i - 1) / 8] | (1u << ((i - 1) % 8)));
+  } else if (what == "bitmap bit moved to the next unit") {  // the total stays units * k
+    REQUIRE((tp.desc.index == index_layout::bitmap && L.units > 1));
+    uint64_t i = L.unit_len;  // the last set bit of unit 0
+    while (!((idx[(i - 1) / 8] >> ((i - 1) % 8)) & 1u)) --i;
+    idx[(i - 1) / 8] = uint8_t(idx[(i - 1) / 8] & ~(1u << ((i - 1) % 8)));
+    i = L.unit_len;  // the first clear bit of unit 1
+    while ((idx[i / 8] >> (i % 8)) & 1u) ++i;
+    idx[i / 8] = uint8_t(idx[i / 8] | (1u << (i % 8)));
   } else if (what == "bitmap bit past n") {
     REQUIRE((tp.desc.index == index_layout::bitmap && L.n % 8 != 0));
     idx[L.n / 8] = uint8_t(idx[L.n / 8] | (1u << (L.n % 8)));

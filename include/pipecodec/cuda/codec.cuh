@@ -94,15 +94,19 @@ inline status decode_accumulate(const void* payload, size_t len, tensor_view out
 }
 
 // Decodes a TopK / RandK payload (dense: zeros elsewhere), validated on the device.
+// `codec`: what the caller configured, if it wants it checked (state_mismatch otherwise; the
+// default accepts either). Naming codec_id::randk also lets a RandK payload of one large
+// tensor or up to 16 long rows re-select its positions on the whole grid rather than on one
+// block per unit (the host cannot read the codec byte to decide this itself).
 inline status decode_topk(const void* payload, size_t len, tensor_view out, void* workspace,
-                          size_t workspace_size, cudaStream_t stream) {
-  return detail::decode_topk<false>(payload, len, out, workspace, workspace_size, stream);
+                          size_t workspace_size, cudaStream_t stream, codec_id codec = codec_id{}) {
+  return detail::decode_topk<false>(payload, len, out, workspace, workspace_size, stream, uint8_t(codec));
 }
 
 // out += decode_topk(payload), at the kept positions only.
 inline status decode_topk_accumulate(const void* payload, size_t len, tensor_view out, void* workspace,
-                                     size_t workspace_size, cudaStream_t stream) {
-  return detail::decode_topk<true>(payload, len, out, workspace, workspace_size, stream);
+                                     size_t workspace_size, cudaStream_t stream, codec_id codec = codec_id{}) {
+  return detail::decode_topk<true>(payload, len, out, workspace, workspace_size, stream, uint8_t(codec));
 }
 
 // Shared-mask TopK (spec "topk:...,mask=shared"): encodes the values of `in` at the positions

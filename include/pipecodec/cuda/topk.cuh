@@ -6,12 +6,13 @@
 // the gathered values when they are quantized, and, for bitmap positions in a payload that
 // is not 4-byte aligned, the bitmap until it is copied into the payload.
 //
-// Selection: one block per unit (scope=row, or a tensor shorter than topk_grid_min_len);
-// a longer tensor is selected by the whole grid (detail/topk_grid_select.cuh), and its
-// positions are checked and enumerated by the whole grid when decoding or when taken from a
-// shared mask (detail/topk_positions.cuh). Quantized
-// values are gathered into the workspace, then quantized by the quantization kernels
-// (detail/quant_encode.cuh) exactly as host::encode quantizes them.
+// Selection: one block per unit, except for a tensor of at least topk_grid_min_len elements
+// or up to topk_grid_max_units rows that long, selected unit after unit by the whole grid
+// (detail/topk_grid_select.cuh); their positions are checked and enumerated by the whole grid
+// when decoding or when taken from a shared mask (detail/topk_positions.cuh), and a RandK
+// decode re-selects them on the whole grid. Quantized values are gathered into the
+// workspace, then quantized by the quantization kernels (detail/quant_encode.cuh) exactly as
+// host::encode quantizes them.
 //
 // Device-side validation (status word at the start of the aligned workspace, read with
 // cuda::read_status): decode_topk / decode_shared validate the payload (and mask) and write
@@ -136,8 +137,9 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
     if (cudaMemsetAsync(ws, 0, 16, stream) != cudaSuccess) return status::cuda_error;
     launch<topk_validate_kernel<topk_threads>>(positions_blocks, topk_threads, 0, stream, p, L.total, mp, mask_len,
                                                in.shp, topk_check::mask_only, code, offsets);
-    if (grid_unit(L))
-      launch<topk_grid_rank_kernel<topk_threads>>(1, topk_threads, 0, stream, mp, mask_len, offsets, code);
+    if (grid_select_units(L))
+      launch<topk_grid_rank_kernel<topk_threads>>(uint32_t(L.units), topk_threads, 0, stream, mp, mask_len, offsets,
+                                                  code);
     if (!ok(st = last_launch_status())) return st;
   }
   if (L.units > 0 && L.kept > 0) {
@@ -182,11 +184,29 @@ inline status encode_shared(const spec& s, const_tensor_view in, const void* mas
   return encode_sparse(d, in, mask, mask_len, payload, capacity, workspace, workspace_size, stream, written);
 }
 
+// RandK re-selection of `units` units of m elements each, unit after unit on the whole grid;
+// the kernels run only if the accepted payload has that layout (topk_grid_randk_init_kernel).
+template <dtype Out, bool Accumulate>
+inline void launch_grid_reselect(const uint8_t* payload, uint64_t len, void* out, const status* code, uint8_t* state,
+                                 uint32_t* cand, uint64_t units, uint64_t m, uint32_t cap, cudaStream_t stream) {
+  topk_grid_state* g = reinterpret_cast<topk_grid_state*>(state);
+  ulonglong2* counts = reinterpret_cast<ulonglong2*>(state + topk_grid_counts_offset);
+  for (uint64_t u = 0; u < units; ++u) {
+    launch<topk_grid_randk_init_kernel<topk_threads>>(1, topk_threads, 0, stream, payload, len, code, g, counts, units,
+                                                      m);
+    launch_grid_passes(state_randk_keys{g, u * m}, m, cand, state, cap, stream);
+    launch<topk_grid_randk_scatter_kernel<Out, Accumulate>>(uint32_t(topk_chunks_for(m).count), topk_threads, 0,
+                                                            stream, payload, len, out, g, counts, u);
+  }
+}
+
 // Decodes `payload` (positions from `mask` when it is not null) into `out`.
-// expect: as for decode_any (0: any topk/randk payload).
+// expect: as for decode_any (0: any topk/randk payload). configured: the codec the caller
+// configured, unchecked (codec_id::randk lets a large RandK payload re-select on the grid).
 template <bool Accumulate>
 inline status decode_sparse(const void* payload, size_t len, const void* mask, size_t mask_len, tensor_view out,
-                            void* workspace, size_t workspace_size, cudaStream_t stream, uint8_t expect = 0) {
+                            void* workspace, size_t workspace_size, cudaStream_t stream, uint8_t expect = 0,
+                            codec_id configured = codec_id{}) {
   uint64_t n = 0;
   if (payload == nullptr || workspace == nullptr || !valid_dtype(uint8_t(out.type))) return status::invalid_argument;
   if (!out.shp.count(n) || n > max_elements) return status::shape_mismatch;
@@ -203,7 +223,8 @@ inline status decode_sparse(const void* payload, size_t len, const void* mask, s
   uint8_t* ws = align_workspace(workspace);
   status* code = reinterpret_cast<status*>(ws);
   ulonglong2* offsets = reinterpret_cast<ulonglong2*>(ws + workspace_status_bytes + topk_grid_counts_offset);
-  uint32_t* cand = reinterpret_cast<uint32_t*>(ws + workspace_status_bytes + topk_grid_state_bytes);  // RandK
+  uint8_t* state = ws + workspace_status_bytes;  // RandK re-selection
+  uint32_t* cand = reinterpret_cast<uint32_t*>(state + topk_grid_state_bytes);
   if (cudaMemsetAsync(ws, 0, 16, stream) != cudaSuccess) return status::cuda_error;
   const uint32_t grid = positions_grid(out.shp.rows, n);
   const uint8_t* p = static_cast<const uint8_t*>(payload);
@@ -212,24 +233,37 @@ inline status decode_sparse(const void* payload, size_t len, const void* mask, s
                                              mask ? topk_check::shared : topk_check::alone, code, offsets);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
   if (const status st = launch_expect_codec(p, len, expect, code, stream); !ok(st)) return st;
-  // Whether the positions are one grid_unit bitmap is known only on the device.
+  // Whether the positions are a bitmap on the grid path is known only on the device.
   if (n >= topk_grid_min_len)
-    launch<topk_grid_rank_kernel<topk_threads>>(1, topk_threads, 0, stream, mask ? mp : p, mask ? mask_len : len,
-                                                offsets, code);
+    launch<topk_grid_rank_kernel<topk_threads>>(uint32_t(topk_grid_max_units), topk_threads, 0, stream,
+                                                mask ? mp : p, mask ? mask_len : len, offsets, code);
   return dispatch_dtype(out.type, [&](auto oc) {
     constexpr dtype Out = decltype(oc)::value;
     if (!Accumulate)
       launch<topk_zero_kernel<Out>>(grid_for(n, block_threads, cap), block_threads, 0, stream, out.data, n, code);
+    // A RandK payload of a few long units (scope=tensor: one unit of n; scope=row: the rows)
+    // re-selects on the whole grid; which layout it has is known only on the device. Only
+    // when the caller says the payload is RandK: a TopK payload would pay ~10 empty launches
+    // per layout (without the hint, RandK re-selects on one block per unit, same result).
+    const bool reselect = mask == nullptr && (expect == uint8_t(codec_id::randk) || configured == codec_id::randk);
     launch<topk_scatter_kernel<Out, Accumulate>>(grid, topk_threads, 0, stream, p, len, mp, mask_len, out.data, code,
-                                                 offsets, cand);
+                                                 offsets, cand, reselect);
+    if (reselect) {
+      const uint64_t rows = out.shp.rows;
+      if (n >= topk_grid_min_len)
+        launch_grid_reselect<Out, Accumulate>(p, len, out.data, code, state, cand, 1, n, cap, stream);
+      if (rows > 1 && rows <= topk_grid_max_units && out.shp.cols >= topk_grid_min_len)
+        launch_grid_reselect<Out, Accumulate>(p, len, out.data, code, state, cand, rows, out.shp.cols, cap, stream);
+    }
     return last_launch_status();
   });
 }
 
 template <bool Accumulate>
 inline status decode_topk(const void* payload, size_t len, tensor_view out, void* workspace, size_t workspace_size,
-                          cudaStream_t stream, uint8_t expect = 0) {
-  return decode_sparse<Accumulate>(payload, len, nullptr, 0, out, workspace, workspace_size, stream, expect);
+                          cudaStream_t stream, uint8_t expect = 0, codec_id configured = codec_id{}) {
+  return decode_sparse<Accumulate>(payload, len, nullptr, 0, out, workspace, workspace_size, stream, expect,
+                                   configured);
 }
 
 template <bool Accumulate>

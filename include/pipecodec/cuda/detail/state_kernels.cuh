@@ -142,7 +142,7 @@ template <bool Accumulate>
 inline status decode_codec(codec_id codec, const void* payload, size_t len, tensor_view out, void* workspace,
                            size_t workspace_size, cudaStream_t stream, uint8_t expect = 0) {
   if (codec == codec_id::topk || codec == codec_id::randk)
-    return decode_topk<Accumulate>(payload, len, out, workspace, workspace_size, stream, expect);
+    return decode_topk<Accumulate>(payload, len, out, workspace, workspace_size, stream, expect, codec);
   return decode_any<Accumulate>(payload, len, out, workspace, workspace_size, stream, expect);
 }
 

@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(Threads)
   if (!parsed_ok) return;
   const topk_payload& pos = what == topk_check::alone ? tp : mp;
   if (has_index_section(pos.desc)) {
-    if (grid_unit(pos.layout))
+    if (grid_select_units(pos.layout))
       check_grid_positions(pos, counts, count, code);
     else
       for (uint64_t u = blockIdx.x; u < pos.layout.units; u += gridDim.x) check_unit_positions(pos, u, count, code);
@@ -94,12 +94,21 @@ __global__ void __launch_bounds__(block_threads) topk_zero_kernel(void* out, uin
   for (uint64_t i = global_thread(); i < n; i += thread_count()) store<Out>(out, i, 0.0F);
 }
 
+// out[pos] = (or +=) kept value e of a validated payload.
+template <dtype Out, bool Accumulate>
+__device__ __forceinline__ void put_kept(const topk_payload& tp, void* out, uint64_t pos, uint64_t e) {
+  const float v = kept_value(tp, e);
+  store<Out>(out, pos, Accumulate ? add_rn(load<Out>(out, pos), v) : v);
+}
+
 // Writes the kept values of an accepted payload at positions from the payload, from its
-// shared mask (for_each_position), or (RandK) re-derived from the seed by one block per unit.
+// shared mask (for_each_position), or (RandK) re-derived from the seed by one block per unit;
+// with `grid_reselect`, RandK units that grid_select_units admits are re-selected by the
+// whole grid instead (topk_grid_randk_init_kernel).
 template <dtype Out, bool Accumulate>
 __global__ void __launch_bounds__(topk_threads)
     topk_scatter_kernel(const uint8_t* payload, uint64_t len, const uint8_t* mask, uint64_t mask_len, void* out,
-                        const status* code, const ulonglong2* offsets, uint32_t* cand) {
+                        const status* code, const ulonglong2* offsets, uint32_t* cand, bool grid_reselect) {
   PIPECODEC_SHARED(topk_payload, tp);
   PIPECODEC_SHARED(topk_payload, mp);
   PIPECODEC_SHARED(topk_block_storage, s);
@@ -111,14 +120,13 @@ __global__ void __launch_bounds__(topk_threads)
   __syncthreads();
   const topk_layout& L = tp.layout;
   auto put = [&](uint64_t u, uint64_t j, uint64_t i) {
-    const uint64_t pos = u * L.unit_len + i;
-    const float v = kept_value(tp, u * L.k + j);
-    store<Out>(out, pos, Accumulate ? add_rn(load<Out>(out, pos), v) : v);
+    put_kept<Out, Accumulate>(tp, out, u * L.unit_len + i, u * L.k + j);
   };
   if (has_index_section(tp.desc) || mask != nullptr) {
     for_each_position(mask != nullptr ? mp : tp, offsets, s, put);
     return;
   }
+  if (grid_reselect && grid_select_units(L)) return;  // RandK on the whole grid
   const uint64_t m = L.unit_len;
   for (uint64_t u = blockIdx.x; u < L.units; u += gridDim.x) {  // RandK
     const device_randk_keys key{tp.desc.seed, u * m};
@@ -127,6 +135,55 @@ __global__ void __launch_bounds__(topk_threads)
     block_compact(key, m, t, s, [&](uint64_t j, uint64_t i) { put(u, j, i); });
     __syncthreads();
   }
+}
+
+// RandK keys of a decode's re-selection: the seed is the payload's, copied into the state.
+struct state_randk_keys {
+  const topk_grid_state* g;
+  uint64_t base;
+  __device__ uint32_t operator()(uint64_t i) const { return randk_key(g->seed, base + i); }
+};
+
+// One block, before the grid select of unit u of a decode: the selection runs (k and seed
+// from the header) only when the payload was accepted and is a RandK payload of `units`
+// units of m elements that grid_select_units admits; otherwise every grid kernel returns at
+// once. The host cannot tell which, so it enqueues each layout the output's shape allows.
+template <uint32_t Threads>
+__global__ void __launch_bounds__(Threads)
+    topk_grid_randk_init_kernel(const uint8_t* payload, uint64_t len, const status* code, topk_grid_state* g,
+                                ulonglong2* counts, uint64_t units, uint64_t m) {
+  PIPECODEC_SHARED(topk_payload, tp);
+  PIPECODEC_SHARED(int, reselect);
+  if (threadIdx.x == 0) {
+    reselect = ok(*code) && ok(parse_topk_payload(payload, len, tp)) && !has_index_section(tp.desc) &&
+               grid_select_units(tp.layout) && tp.layout.units == units && tp.layout.unit_len == m;
+  }
+  __syncthreads();
+  if (reselect) {
+    grid_state_init(g, counts, m, tp.layout.k, tp.desc.seed);
+  } else if (threadIdx.x == 0) {
+    g->done = 1;
+    g->skip = 1;
+  }
+}
+
+// Every block: the kept values of unit u of a re-selected RandK payload, in the chunks'
+// rank order (the grid select's emit).
+template <dtype Out, bool Accumulate>
+__global__ void __launch_bounds__(topk_threads)
+    topk_grid_randk_scatter_kernel(const uint8_t* payload, uint64_t len, void* out, const topk_grid_state* g,
+                                   const ulonglong2* offsets, uint64_t u) {
+  PIPECODEC_SHARED(topk_payload, tp);
+  PIPECODEC_SHARED(topk_block_storage, s);
+  if (g->skip) return;
+  if (threadIdx.x == 0) (void)parse_topk_payload(payload, len, tp);  // accepted already
+  __syncthreads();
+  const topk_layout& L = tp.layout;
+  const uint64_t m = L.unit_len;
+  const topk_threshold t = g->t;
+  grid_compact_chunks(device_randk_keys{tp.desc.seed, u * m}, m, t, offsets, s, [&](uint64_t j, uint64_t i) {
+    put_kept<Out, Accumulate>(tp, out, u * m + i, u * L.k + j);
+  });
 }
 
 }  // namespace pipecodec::cuda::detail

@@ -1,11 +1,12 @@
 // The kept positions of a TopK payload's index section on the device: checked as
 // host::detail::validate_positions checks them, and enumerated with their ranks, either by one
-// block per unit or, for a single unit of at least topk_grid_min_len elements
-// (scope=tensor), by the whole grid. Grid-wide bitmap ranks follow the multi-block select's
-// compaction (topk_grid_select.cuh): the validation kernel counts each chunk's set bits,
-// topk_grid_rank_kernel turns the counts into offsets (and rejects a bitmap without exactly
-// k set bits), then one block per chunk compacts from its offset. u32 / u16 entries need
-// no ranking: entry j is rank j.
+// block per unit or, for units that grid_select_units admits (scope=tensor of at least
+// topk_grid_min_len elements, or up to 16 rows that long), by the whole grid. Grid-wide
+// bitmap ranks follow the multi-block select's compaction (topk_grid_select.cuh): each unit
+// gets an equal share of the chunks, the validation kernel counts each chunk's set bits,
+// topk_grid_rank_kernel turns each unit's counts into offsets (and rejects a unit without
+// exactly k set bits), then one block per chunk compacts from its offset. u32 / u16 entries
+// need no ranking: entry j of a unit is rank j.
 #pragma once
 
 #include "../../core/topk_format.hpp"
@@ -51,13 +52,14 @@ __device__ inline void check_bitmap_tail(const topk_payload& tp, status* code) {
     if ((idx[i / 8] >> (i % 8)) & 1u) record(code, status::corrupt_payload);
 }
 
-// Set bits of bitmap bits [begin, end) (begin a multiple of 8), summed over the block into
-// `count` (zeroed by the caller, valid after the next barrier).
+// Set bits of bitmap bits [begin, end), summed over the block into `count` (zeroed by the
+// caller, valid after the next barrier).
 __device__ inline void block_count_bits(const uint8_t* bm, uint64_t begin, uint64_t end, unsigned long long& count) {
   unsigned long long mine = 0;
   for (uint64_t b = begin / 8 + threadIdx.x; b < ceil_div(end, 8); b += blockDim.x) {
-    const uint32_t last = end - 8 * b < 8 ? uint32_t(end - 8 * b) : 8u;  // bits of this byte in range
-    mine += __popc(bm[b] & ((1u << last) - 1u));
+    const uint32_t lo = 8 * b < begin ? uint32_t(begin - 8 * b) : 0u;  // bits [lo, hi) of this byte are in range
+    const uint32_t hi = end - 8 * b < 8 ? uint32_t(end - 8 * b) : 8u;
+    mine += __popc((uint32_t(bm[b]) >> lo) & ((1u << (hi - lo)) - 1u));
   }
   if (mine) atomicAdd(&count, mine);
 }
@@ -83,30 +85,47 @@ __device__ inline void check_unit_positions(const topk_payload& tp, uint64_t u, 
     if (!index_entry_ok(tp, u, j)) record(code, status::corrupt_payload);
 }
 
-// The same for a grid_unit, by every block of the grid. Bitmap: each chunk's set
-// bits go to counts[c].x; topk_grid_rank_kernel checks their sum.
+// The chunks of a payload on the grid path: each of its units gets an equal share of
+// topk_grid_chunks; chunk c of the payload is chunk c % per_unit of unit c / per_unit.
+struct grid_chunks {
+  topk_chunking ch;
+  uint64_t per_unit = 0, count = 0;
+};
+PIPECODEC_HD grid_chunks grid_chunks_of(const topk_layout& L) {
+  grid_chunks g;
+  g.ch = topk_chunks_for(L.unit_len, topk_grid_chunks / L.units);
+  g.per_unit = g.ch.count;
+  g.count = L.units * g.per_unit;
+  return g;
+}
+
+// The same for units that grid_select_units admits, by every block of the grid. Bitmap: each
+// chunk's set bits go to counts[c].x; topk_grid_rank_kernel checks each unit's sum.
 __device__ inline void check_grid_positions(const topk_payload& tp, ulonglong2* counts, unsigned long long& count,
                                             status* code) {
   const topk_layout& L = tp.layout;
   if (tp.desc.index != index_layout::bitmap) {
-    for (uint64_t j = global_thread(); j < L.k; j += thread_count())
-      if (!index_entry_ok(tp, 0, j)) record(code, status::corrupt_payload);
+    for (uint64_t e = global_thread(); e < L.kept; e += thread_count())
+      if (!index_entry_ok(tp, e / L.k, e % L.k)) record(code, status::corrupt_payload);
     return;
   }
   if (blockIdx.x == 0) check_bitmap_tail(tp, code);
-  const topk_chunking ch = topk_chunks_for(L.unit_len);
-  for (uint64_t c = blockIdx.x; c < ch.count; c += gridDim.x) {
+  const grid_chunks G = grid_chunks_of(L);
+  for (uint64_t c = blockIdx.x; c < G.count; c += gridDim.x) {
+    const uint64_t u = c / G.per_unit, cu = c % G.per_unit;
     if (threadIdx.x == 0) count = 0;
     __syncthreads();
-    block_count_bits(tp.bytes + L.index_offset, c * ch.len, ch.end(c, L.unit_len), count);
+    block_count_bits(tp.bytes + L.index_offset, u * L.unit_len + cu * G.ch.len,
+                     u * L.unit_len + G.ch.end(cu, L.unit_len), count);
     __syncthreads();
     if (threadIdx.x == 0) counts[c] = make_ulonglong2(count, 0);
   }
 }
 
-// One block, after validation of a grid_unit bitmap: chunk counts become offsets, and a
-// bitmap without exactly k set bits is rejected. `pos` is the payload holding the positions
-// (the mask of a shared-mask payload); anything else returns at once.
+// Block u (of topk_grid_max_units), after validation of a bitmap on the grid path: unit u's
+// chunk counts become offsets, and a unit without exactly k set bits is rejected. `pos` is
+// the payload holding the positions (the mask of a shared-mask payload); anything else
+// returns at once.
 template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads)
     topk_grid_rank_kernel(const uint8_t* pos, uint64_t len, ulonglong2* counts, status* code) {
@@ -115,12 +134,13 @@ __global__ void __launch_bounds__(Threads)
   PIPECODEC_SHARED(int, ranks);
   PIPECODEC_SHARED(typename topk_scan::TempStorage, tmp);
   if (threadIdx.x == 0) {
-    ranks = ok(*code) && ok(parse_topk_payload(pos, len, tp)) && grid_unit(tp.layout) &&
-            tp.desc.index == index_layout::bitmap;
+    ranks = ok(*code) && ok(parse_topk_payload(pos, len, tp)) && grid_select_units(tp.layout) &&
+            tp.desc.index == index_layout::bitmap && blockIdx.x < tp.layout.units;
   }
   __syncthreads();
   if (!ranks) return;
-  const ulonglong2 total = block_offsets(counts, topk_chunks_for(tp.layout.unit_len).count, tmp);
+  const grid_chunks G = grid_chunks_of(tp.layout);
+  const ulonglong2 total = block_offsets(counts + blockIdx.x * G.per_unit, G.per_unit, tmp);
   if (threadIdx.x == 0 && total.x != tp.layout.k) record(code, status::corrupt_payload);
 }
 
@@ -136,25 +156,31 @@ __device__ void block_for_each_position(const topk_payload& tp, uint64_t u, topk
   for (uint64_t j = threadIdx.x; j < L.k; j += blockDim.x) f(j, index_entry(tp, u * L.k + j));
 }
 
-// The same for a grid_unit, by every block of the grid together (bitmap ranks from
-// the offsets of topk_grid_rank_kernel).
+// f(u, j, i) for every kept position of units that grid_select_units admits, by every block
+// of the grid together (bitmap ranks from the offsets of topk_grid_rank_kernel).
 template <class F>
 __device__ void grid_for_each_position(const topk_payload& tp, const ulonglong2* offsets, topk_block_storage& s,
                                        F&& f) {
   const topk_layout& L = tp.layout;
   if (tp.desc.index != index_layout::bitmap) {
-    for (uint64_t j = global_thread(); j < L.k; j += thread_count()) f(j, index_entry(tp, j));
+    for (uint64_t e = global_thread(); e < L.kept; e += thread_count()) f(e / L.k, e % L.k, index_entry(tp, e));
     return;
   }
-  grid_compact_chunks(bitmap_keys{tp.bytes + L.index_offset, 0}, L.unit_len, set_bits(), offsets, s, f);
+  const grid_chunks G = grid_chunks_of(L);
+  for (uint64_t c = blockIdx.x; c < G.count; c += gridDim.x) {
+    const uint64_t u = c / G.per_unit, cu = c % G.per_unit;
+    block_compact_range(bitmap_keys{tp.bytes + L.index_offset, u * L.unit_len}, cu * G.ch.len,
+                        G.ch.end(cu, L.unit_len), offsets[c].x, offsets[c].y, set_bits(), s,
+                        [&](uint64_t j, uint64_t i) { f(u, j, i); });
+  }
 }
 
 // f(u, j, i) for every unit's kept positions of a validated payload, by the grid or one block
 // per unit.
 template <class F>
 __device__ void for_each_position(const topk_payload& tp, const ulonglong2* offsets, topk_block_storage& s, F&& f) {
-  if (grid_unit(tp.layout)) {
-    grid_for_each_position(tp, offsets, s, [&](uint64_t j, uint64_t i) { f(0, j, i); });
+  if (grid_select_units(tp.layout)) {
+    grid_for_each_position(tp, offsets, s, f);
     return;
   }
   for (uint64_t u = blockIdx.x; u < tp.layout.units; u += gridDim.x) {
@@ -164,8 +190,8 @@ __device__ void for_each_position(const topk_payload& tp, const ulonglong2* offs
 }
 
 // Blocks that validate or enumerate the positions of a payload of n elements and at most
-// `units` units (the decoder knows only the output's rows): one per unit, or one per chunk
-// of a grid_unit.
+// `units` units (the decoder knows only the output's rows): one per unit, or about one per
+// chunk on the grid path (the kernels stride over the rest).
 inline uint32_t positions_grid(uint64_t units, uint64_t n) {
   const uint64_t chunks = n >= topk_grid_min_len ? topk_chunks_for(n).count : 0;
   const uint64_t g = units > chunks ? units : chunks;
