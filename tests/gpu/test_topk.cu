@@ -36,13 +36,13 @@ const char* const encode_specs[] = {
     "randk:ratio=0.2,scope=tensor,values=quant,bits=5",
 };
 
-// Row scope: short and long rows; tensor scope: one block (n < 2^16) and the whole grid
-// (n >= 2^16; a single row of that length takes the grid path too, and so do up to 16 rows
-// of that length, one after the other).
-const shape gpu_shapes[] = {shape(7, 3000), shape(3, 70001), shape(1, 5), shape(200000), shape(16, 16384),
-                            shape(1, 131073), shape(17, 65536)};
-const shape emulated_shapes[] = {shape(7, 3000), shape(3, 9001), shape(1, 5), shape(70001), shape(16, 1024),
-                                 shape(1, 65537), shape(2, 65539)};
+// Row scope: short and long rows, rows of length 1 and 0, an empty tensor; tensor scope: one
+// block (n < 2^16) and the whole grid (n >= 2^16; a single row of that length takes the grid
+// path too, and so do up to 16 rows of that length, one after the other).
+const shape gpu_shapes[] = {shape(7, 3000),   shape(3, 70001),  shape(1, 5), shape(200000), shape(16, 16384),
+                            shape(1, 131073), shape(17, 65536), shape(6, 1), shape(4, 0),   shape(0)};
+const shape emulated_shapes[] = {shape(7, 3000),  shape(3, 9001),   shape(1, 5), shape(70001), shape(16, 1024),
+                                 shape(1, 65537), shape(2, 65539),  shape(6, 1), shape(4, 0),  shape(0)};
 const auto& encode_shapes = testg::emulated ? emulated_shapes : gpu_shapes;
 
 // Device encode == host encode; then device decode (dense, accumulate) == host decode.
