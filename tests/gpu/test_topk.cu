@@ -112,16 +112,18 @@ TEST_CASE("cuda topk: large tensors on the whole grid (2^24 + 3 on a GPU, 2^18 +
 
 namespace {
 
+namespace pcd = pipecodec::cuda::detail;  // not `cuda::`: CCCL has a ::cuda namespace too
+
 // The whole-grid select's pass control as the last encode left it in the workspace.
-cuda::detail::topk_grid_state grid_state_after_encode(testg::gpu_backend& b, const spec& s, shape shp) {
+pcd::topk_grid_state grid_state_after_encode(testg::gpu_backend& b, const spec& s, shape shp) {
   detail::topk_desc d;
   detail::topk_layout L;
   REQUIRE(ok(detail::resolve_topk(s, shp, 0, d)));
   REQUIRE(detail::make_topk_layout(d, shp, L));
-  REQUIRE(cuda::detail::grid_select_units(L));
+  REQUIRE(pcd::grid_select_units(L));
   const uint64_t at = detail::make_topk_workspace(d, L).state_offset + detail::align16(16 * L.units);
-  cuda::detail::topk_grid_state g;
-  testg::check_cuda(cudaMemcpy(&g, cuda::detail::align_workspace(b.workspace.ptr) + at, sizeof g,
+  pcd::topk_grid_state g;
+  testg::check_cuda(cudaMemcpy(&g, pcd::align_workspace(b.workspace.ptr) + at, sizeof g,
                                cudaMemcpyDeviceToHost),
                     "grid state");
   return g;
