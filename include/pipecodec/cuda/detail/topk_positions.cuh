@@ -17,6 +17,10 @@ namespace pipecodec::cuda::detail {
 __device__ __forceinline__ void record(status* code, status st) {
   atomicExch(reinterpret_cast<int*>(code), int(st));
 }
+// The status word while other blocks of the same kernel may record() into it.
+__device__ __forceinline__ status recorded(status* code) {
+  return status(atomicOr(reinterpret_cast<int*>(code), 0));
+}
 
 // Bits of a bitmap as keys: 1 where set. block_compact with set_bits() then emits exactly
 // the set bits, ranked in ascending order.
@@ -134,7 +138,7 @@ __global__ void __launch_bounds__(Threads)
   PIPECODEC_SHARED(int, ranks);
   PIPECODEC_SHARED(typename topk_scan::TempStorage, tmp);
   if (threadIdx.x == 0) {
-    ranks = ok(*code) && ok(parse_topk_payload(pos, len, tp)) && grid_select_units(tp.layout) &&
+    ranks = ok(recorded(code)) && ok(parse_topk_payload(pos, len, tp)) && grid_select_units(tp.layout) &&
             tp.desc.index == index_layout::bitmap && blockIdx.x < tp.layout.units;
   }
   __syncthreads();
