@@ -10,6 +10,7 @@ void bind_states(nb::module_& m);
 void bind_endpoints(nb::module_& m);
 void bind_cuda(nb::module_& m);            // CUDA builds only (cuda_py.cu)
 void bind_cuda_endpoints(nb::module_& m);  // CUDA builds only (cuda_endpoint_py.cu)
+void bind_emulated_device(nb::module_& m);  // emulated-GPU test builds only (emu_py.cpp)
 
 // Spec text -> spec; ValueError naming the offending key otherwise.
 pc::spec parse_spec_text(const std::string& text);

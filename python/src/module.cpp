@@ -64,4 +64,7 @@ NB_MODULE(_core, m) {
 #else
   m.attr("has_cuda") = false;
 #endif
+#ifdef PIPECODEC_PY_EMULATED
+  bind_emulated_device(m);
+#endif
 }

@@ -16,7 +16,13 @@ constexpr int max_warp_collectives = 4;            // pending at once in one war
 
 
 // initial-exec: this library is linked into the executable, so TLS needs no __tls_get_addr.
+// A copy loaded with dlopen (the Python extension's emulated test build) cannot use the static
+// TLS block, too small for the blocks' state: it defines PIPECODEC_EMU_DLOPEN.
+#ifdef PIPECODEC_EMU_DLOPEN
+#define PIPECODEC_EMU_TLS thread_local
+#else
 #define PIPECODEC_EMU_TLS thread_local __attribute__((tls_model("initial-exec")))
+#endif
 
 enum class waits : uint8_t { none, barrier, warp };
 
