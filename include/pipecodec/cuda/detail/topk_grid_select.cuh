@@ -39,7 +39,7 @@ struct topk_grid_state {
   unsigned long long remaining, matching, ncand;
   unsigned long long seed;  // RandK keys of a decode's re-selection (the payload's seed)
   int buffered, collect, done;
-  int skip;  // nothing to select: every kernel returns at once (a decode whose payload needs no re-selection)
+  int skip;  // a decode whose payload needs no re-selection: its grid kernels return at once
 };
 constexpr uint64_t topk_grid_counts_offset = 8 * topk_radix_buckets + 256;
 static_assert(sizeof(topk_grid_state) <= topk_grid_counts_offset, "grid state must fit its region");
@@ -271,7 +271,6 @@ template <class Keys, class Emitter>
 __global__ void __launch_bounds__(topk_threads)
     topk_grid_emit_kernel(Keys key, uint64_t m, const topk_grid_state* g, const ulonglong2* offsets, Emitter emit) {
   PIPECODEC_SHARED(topk_block_storage, s);
-  if (g->skip) return;
   const topk_threshold t = g->t;
   grid_compact_chunks(key, m, t, offsets, s, emit);
 }
