@@ -39,14 +39,15 @@ struct dense {
   }
 
   // Given dL/dy (modified in place by the ReLU mask, from the forward output y), sets dw, db
-  // and, when dx is not null, dL/dx[rows x in].
-  void backward(const float* x, const float* y, float* dy, int rows, float* dx) {
+  // (or adds to them: `accumulate`, the later micro-batches of a step) and, when dx is not
+  // null, dL/dx[rows x in].
+  void backward(const float* x, const float* y, float* dy, int rows, float* dx, bool accumulate) {
     if (relu)
       for (size_t i = 0; i < size_t(rows) * out; ++i)
         if (y[i] <= 0.0f) dy[i] = 0.0f;
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, rows, 1.0f, dy, out, x, in, 0.0f,
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, rows, 1.0f, dy, out, x, in, accumulate ? 1.0f : 0.0f,
                 dw.data(), in);
-    std::fill(db.begin(), db.end(), 0.0f);
+    if (!accumulate) std::fill(db.begin(), db.end(), 0.0f);
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < out; ++c) db[size_t(c)] += dy[size_t(r) * out + c];
     if (dx)
@@ -67,9 +68,10 @@ struct dense {
 };
 
 // Softmax cross-entropy over logits[rows x classes]: returns the summed loss, writes
-// dL/dlogits of the batch-mean loss into grad and counts correct argmax predictions.
+// dL/dlogits of the loss summed and divided by `norm` (the rows of the whole step, of which
+// these may be one micro-batch) into grad and counts correct argmax predictions.
 inline double softmax_xent(const float* logits, const uint8_t* labels, int rows, int classes,
-                           float* grad, int& correct) {
+                           float* grad, int& correct, int norm) {
   double loss = 0;
   for (int r = 0; r < rows; ++r) {
     const float* z = logits + size_t(r) * classes;
@@ -81,7 +83,7 @@ inline double softmax_xent(const float* logits, const uint8_t* labels, int rows,
     if (grad)
       for (int c = 0; c < classes; ++c) {
         const double p = std::exp(double(z[c] - z[best])) / sum;
-        grad[size_t(r) * classes + c] = float((p - (c == labels[r] ? 1.0 : 0.0)) / rows);
+        grad[size_t(r) * classes + c] = float((p - (c == labels[r] ? 1.0 : 0.0)) / norm);
       }
   }
   return loss;

@@ -45,12 +45,12 @@ __global__ void relu_backward(T* dy, const T* y, size_t n) {
   if (i < n && y[i] <= T(0)) dy[i] = T(0);
 }
 
-// db[c] = sum over rows of dy[r][c], rows in order as on the host.
+// db[c] = sum over rows of dy[r][c] (added to db[c] when `accumulate`), rows in order as on the host.
 template <class T>
-__global__ void bias_grad(const T* dy, T* db, int rows, int cols) {
+__global__ void bias_grad(const T* dy, T* db, int rows, int cols, bool accumulate) {
   const int c = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (c >= cols) return;
-  T s = T(0);
+  T s = accumulate ? db[c] : T(0);
   for (int r = 0; r < rows; ++r) s += dy[size_t(r) * size_t(cols) + size_t(c)];
   db[c] = s;
 }
@@ -65,10 +65,10 @@ __global__ void sgd(T* w, T* v, const T* g, size_t n, T lr, T momentum) {
 
 // Softmax cross-entropy of one row per thread, the arithmetic of dense.hpp's softmax_xent:
 // loss[r], hit[r] = argmax (first maximum) == label, and when grad is not null dL/dlogits of
-// the batch-mean loss.
+// the loss summed and divided by `norm` (the rows of the whole step).
 template <class T>
 __global__ void softmax_xent(const T* logits, const uint8_t* labels, int rows, int classes, T* grad, double* loss,
-                             int* hit) {
+                             int* hit, int norm) {
   const int r = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (r >= rows) return;
   const T* z = logits + size_t(r) * size_t(classes);
@@ -82,7 +82,7 @@ __global__ void softmax_xent(const T* logits, const uint8_t* labels, int rows, i
   if (grad)
     for (int c = 0; c < classes; ++c) {
       const double p = exp(double(z[c] - z[best])) / sum;
-      grad[size_t(r) * size_t(classes) + size_t(c)] = T((p - (c == int(labels[r]) ? 1.0 : 0.0)) / rows);
+      grad[size_t(r) * size_t(classes) + size_t(c)] = T((p - (c == int(labels[r]) ? 1.0 : 0.0)) / norm);
     }
 }
 
@@ -132,16 +132,17 @@ class dense_cuda {
   }
 
   // Given dL/dy (modified in place by the ReLU mask, from the forward output y), sets dw, db
-  // and, when dx is not null, dL/dx[rows x in]: dw^T = x^T dy, dx^T = W^T dy^T.
-  void backward(const float* x, const float* y, float* dy, int rows, float* dx) {
+  // (or adds to them: `accumulate`, the later micro-batches of a step) and, when dx is not
+  // null, dL/dx[rows x in]: dw^T = x^T dy, dx^T = W^T dy^T.
+  void backward(const float* x, const float* y, float* dy, int rows, float* dx, bool accumulate) {
     const size_t n = size_t(rows) * size_t(out);
     if (relu) kernels::launch<kernels::relu_backward<float>>(kernels::blocks(n), kernels::threads, 0, s_, dy, y, n);
     const float one = 1.0f, zero = 0.0f;
-    check_cublas(cublasSgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one, x, in, dy, out, &zero,
-                             dw_.get(), in),
+    check_cublas(cublasSgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one, x, in, dy, out,
+                             accumulate ? &one : &zero, dw_.get(), in),
                  "weight gradient sgemm");
     kernels::launch<kernels::bias_grad<float>>(kernels::blocks(size_t(out)), kernels::threads, 0, s_, dy, db_.get(), rows,
-                                              out);
+                                              out, accumulate);
     if (dx)
       check_cublas(cublasSgemm(blas_.get(), CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one, w_.get(), in, dy, out,
                                &zero, dx, in),
@@ -172,12 +173,13 @@ class softmax_xent_cuda {
         h_hit_(size_t(batch)) {}
 
   // Summed loss of logits[rows x classes] (device); adds the correct predictions to `correct`
-  // and writes dL/dlogits into grad (device) when it is not null. Synchronizes `s`.
+  // and writes dL/dlogits (of the loss summed and divided by `norm`) into grad (device) when
+  // it is not null. Synchronizes `s`.
   double operator()(const float* logits, const uint8_t* labels, int rows, int classes, float* grad, int& correct,
-                    cudaStream_t s) {
+                    int norm, cudaStream_t s) {
     check_cuda(cudaMemcpyAsync(labels_.get(), labels, size_t(rows), cudaMemcpyHostToDevice, s), "copy labels");
     kernels::launch<kernels::softmax_xent<float>>(kernels::blocks(size_t(rows)), kernels::threads, 0, s, logits,
-                                                  labels_.get(), rows, classes, grad, loss_.get(), hit_.get());
+                                                  labels_.get(), rows, classes, grad, loss_.get(), hit_.get(), norm);
     check_cuda(cudaGetLastError(), "loss kernel");
     check_cuda(cudaMemcpyAsync(h_loss_.data(), loss_.get(), size_t(rows) * sizeof(double), cudaMemcpyDeviceToHost, s),
                "copy losses");

@@ -1,20 +1,27 @@
 // Pipeline-parallel training of an S-stage MLP (784-H-...-H-10, ReLU, softmax cross-entropy;
 // S = 4 by default) on Fashion-MNIST with every stage boundary compressed by a pipecodec
 // policy: activations forward, gradients backward, encode -> bytes -> decode. In one process
-// (default) or over MPI with one rank per stage (--mpi, e.g. mpirun -np 4). Prints progress per epoch and one
-// line "CSV,<name>,fwd_bits,bwd_bits,bytes_per_step,acc_compressed,acc_plain,codec_share"
-// (tools/demo collects them). Run with --help for the options.
+// (default) or over MPI with one rank per stage (--mpi, e.g. mpirun -np 4), with a step cut
+// into micro-batches under a GPipe or 1F1B schedule (pipeline.hpp). Run with --help for the
+// options. Prints progress per epoch and these lines (tools/demo and tools/links-measure
+// collect them):
+//   CSV,name,fwd_bits,bwd_bits,bytes_per_step,acc_compressed,acc_plain,codec_share
+//   EVAL,name,step,train_seconds,accuracy                         (--eval-every K)
+//   TIMING,name,schedule,micro_batches,steps,median_step_s,samples_per_s,train_seconds
+//   STAGE,name,stage,compute_s_per_step,codec_s_per_step          (training steps only)
+//   LEDGER,name,boundary,direction,payload_bytes,framing_bytes,messages   (whole run)
+// Times are wall-clock seconds of stage 0's process, whose step ends last; STAGE seconds
+// are the stage's own clock (Stage::clock_name).
 //
 // The driver is a template over the stage type, so the host build (main.cpp: stage.hpp,
 // OpenBLAS, host endpoints) and the CUDA build (main_cuda.cu: stage_cuda.cuh, cuBLAS, CUDA
-// endpoints) share the options, data, batching, evaluation and output. A stage type has:
-//   Stage(s, stages, in, out, batch, policy, samples, seed)
-//   forward(transport&, const float* host_input, rows, step)   host_input: stage 0 only
-//   loss(const uint8_t* host_labels, rows, bool grad, int& correct) -> summed loss (last stage;
-//        with grad it keeps dL/dlogits for backward)
-//   backward(transport&, rows, step), sgd(lr, momentum), set_inference(mode)
-//   fwd_sent(), bwd_sent() (endpoint counters), codec_seconds(), compute_seconds()
-//   static constexpr const char* clock_name: what those seconds measure ("CPU", "GPU")
+// endpoints) share the options, data, schedule, evaluation and output. A stage type has:
+//   Stage(s, stages, in, out, micro_rows, slots, policy, samples, seed)
+//   forward(slot, host_input, payload, len, rows, step_info, out, cap) -> payload length
+//   loss(slot, host_labels, rows, bool grad, int& correct, norm) -> summed loss (last stage)
+//   backward(slot, payload, len, rows, step_info, out, cap) -> payload length
+//   sgd(lr, momentum), set_inference(mode), endpoints() (stage_endpoints.hpp),
+//   codec_seconds(), compute_seconds(), static constexpr const char* clock_name
 #pragma once
 
 #include <pipecodec/policy/policy_parse.hpp>
@@ -22,8 +29,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -31,6 +36,8 @@
 #include <vector>
 
 #include "fashion_mnist.hpp"
+#include "options.hpp"
+#include "pipeline.hpp"
 #include "transport.hpp"
 #ifdef PIPECODEC_WITH_MPI
 #include "transport_mpi.hpp"
@@ -40,99 +47,64 @@ namespace train {
 
 using clock_type = std::chrono::steady_clock;
 
-struct options {
-  std::string name = "run", policy_text, data = "/usr/share/datasets/fashion-mnist";
-  int epochs = 2, hidden = 1024, batch = 100, stages = 4;
-  size_t train_limit = 0, test_limit = 0;
-  float lr = 0.02f, momentum = 0.9f;
-  uint64_t seed = 1;
-  double min_acc = 0;
-  bool mpi = false;
-};
-
-// Printed after "usage: <program> ".
-inline const char* usage =
-    "[--policy TEXT] [--name NAME] [--epochs N] [--hidden H] [--stages S] [--batch B]\n"
-    "         [--train N] [--test N] [--lr X] [--momentum X] [--seed N] [--data DIR]\n"
-    "         [--min-acc X] [--mpi]\n"
-    "  --policy   pipecodec policy text (policy_parse.hpp), default: everything plain fp32\n"
-    "  --stages   S stages, S - 1 compressed boundaries of width H (--mpi: S ranks)\n"
-    "  --train/--test  use the first N samples (0: all)   --min-acc  exit 1 below this accuracy\n";
-
-inline bool parse_args(int argc, char** argv, options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    const char* v = nullptr;
-    if (a == "--mpi") o.mpi = true;
-    else if (a == "--help" || a == "-h") return false;
-    else if ((v = next()) == nullptr) return false;
-    else if (a == "--policy") o.policy_text = v;
-    else if (a == "--name") o.name = v;
-    else if (a == "--data") o.data = v;
-    else if (a == "--epochs") o.epochs = std::atoi(v);
-    else if (a == "--hidden") o.hidden = std::atoi(v);
-    else if (a == "--stages") o.stages = std::atoi(v);
-    else if (a == "--batch") o.batch = std::atoi(v);
-    else if (a == "--train") o.train_limit = size_t(std::atoll(v));
-    else if (a == "--test") o.test_limit = size_t(std::atoll(v));
-    else if (a == "--lr") o.lr = float(std::atof(v));
-    else if (a == "--momentum") o.momentum = float(std::atof(v));
-    else if (a == "--seed") o.seed = uint64_t(std::atoll(v));
-    else if (a == "--min-acc") o.min_acc = std::atof(v);
-    else return false;
-  }
-  return o.epochs > 0 && o.hidden > 0 && o.batch > 0 && o.stages >= 2 && o.stages <= 64;
+inline double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+// Payload bytes and elements the local stages' senders produced: fwd bytes, fwd elements,
+// bwd bytes, bwd elements.
 template <class Stage>
-struct pipeline {
-  std::vector<std::unique_ptr<Stage>> stages;  // null where another rank runs the stage
-  transport& t;
-
-  pipeline(transport& tr, const options& o, const pipecodec::policy& pol, uint64_t samples) : t(tr) {
-    auto width = [&](int b) { return b == 0 ? int(dataset::features) : b == o.stages ? 10 : o.hidden; };
-    for (int s = 0; s < o.stages; ++s)
-      stages.emplace_back(t.runs(s) ? new Stage(s, o.stages, width(s), width(s + 1), o.batch, pol, samples, o.seed)
-                                    : nullptr);
-  }
-  // One batch forward (and backward when training). Returns the summed loss and adds the
-  // correct predictions to `correct` (both only on the process that runs the last stage).
-  double step(const dataset& d, const uint64_t* ids, int rows, const pipecodec::step_info& at, bool train,
-              int& correct, std::vector<float>& input, std::vector<uint8_t>& labels) {
-    for (int r = 0; r < rows; ++r) {
-      if (stages[0]) std::memcpy(&input[size_t(r) * 784], &d.images[ids[r] * 784], 784 * sizeof(float));
-      labels[size_t(r)] = d.labels[ids[r]];
-    }
-    for (auto& s : stages)
-      if (s) s->forward(t, input.data(), rows, at);
-    double loss = 0;
-    if (stages.back()) loss = stages.back()->loss(labels.data(), rows, train, correct);
-    if (!train) return loss;
-    for (int s = int(stages.size()) - 1; s >= 0; --s)
-      if (stages[size_t(s)]) stages[size_t(s)]->backward(t, rows, at);
-    return loss;
-  }
-};
-
-struct traffic {  // fwd/bwd payload bytes and elements sent, codec and layer seconds
-  double v[6] = {};
-};
-
-template <class Stage>
-traffic measure(const pipeline<Stage>& p) {
-  traffic tr;
-  for (const auto& s : p.stages)
-    if (s) {
-      tr.v[0] += double(s->fwd_sent().bytes_out);
-      tr.v[1] += double(s->fwd_sent().elements);
-      tr.v[2] += double(s->bwd_sent().bytes_out);
-      tr.v[3] += double(s->bwd_sent().elements);
-      tr.v[4] += s->codec_seconds();
-      tr.v[5] += s->compute_seconds();
-    }
-  return tr;
+std::vector<double> sent_counters(const pipeline<Stage>& p) {
+  std::vector<double> v(4, 0.0);
+  p.for_each_stage([&](const Stage& s, int) {
+    const auto f = s.endpoints().fwd_sent(), b = s.endpoints().bwd_sent();
+    v[0] += double(f.bytes_out);
+    v[1] += double(f.elements);
+    v[2] += double(b.bytes_out);
+    v[3] += double(b.elements);
+  });
+  return v;
 }
+
+// Test accuracy in the stages' current inference mode, on every process.
+template <class Stage>
+double evaluate(pipeline<Stage>& p, transport& t, const dataset& test, int batch) {
+  std::vector<uint64_t> ids(static_cast<size_t>(batch));
+  int correct = 0;
+  for (size_t b = 0; b < test.n; b += size_t(batch)) {
+    const int rows = int(std::min(size_t(batch), test.n - b));
+    std::iota(ids.begin(), ids.begin() + rows, uint64_t(b));
+    pipecodec::step_info at;
+    at.training = false;
+    p.run(test, ids.data(), rows, at, correct);
+  }
+  double c = correct;
+  t.sum(&c, 1);
+  return c / double(test.n);
+}
+
+// Per-stage training seconds (compute, codec) of the local stages, added up over the
+// steps run between start() and stop().
+template <class Stage>
+class stage_clock {
+ public:
+  explicit stage_clock(int stages) : total_(size_t(2 * stages), 0.0), mark_(total_.size(), 0.0) {}
+  void start(const pipeline<Stage>& p) { read(p, mark_, -1); }
+  void stop(const pipeline<Stage>& p) { read(p, total_, +1); }
+  std::vector<double>& totals() { return total_; }
+
+ private:
+  void read(const pipeline<Stage>& p, std::vector<double>& into, int sign) {
+    p.for_each_stage([&](const Stage& s, int i) {
+      const double now[2] = {s.compute_seconds(), s.codec_seconds()};
+      for (int k = 0; k < 2; ++k) {
+        double& v = into[size_t(2 * i + k)];
+        v = sign < 0 ? now[k] : v + now[k] - mark_[size_t(2 * i + k)];
+      }
+    });
+  }
+  std::vector<double> total_, mark_;
+};
 
 // The whole program; `prog` names it in messages.
 template <class Stage>
@@ -142,6 +114,7 @@ int train_main(int argc, char** argv, const char* prog) {
     std::fprintf(stderr, "usage: %s %s", prog, usage);
     return 2;
   }
+  const pipeline_shape& ps = o.shape;
   pipecodec::policy pol;
   std::string err;
   if (!pipecodec::ok(pipecodec::parse_policy(o.policy_text, pol, &err))) {
@@ -153,7 +126,7 @@ int train_main(int argc, char** argv, const char* prog) {
   if (o.mpi) {
 #ifdef PIPECODEC_WITH_MPI
     MPI_Init(&argc, &argv);
-    auto* m = new mpi_transport(o.stages);
+    auto* m = new mpi_transport(ps.stages);
     rank = m->rank();
     tp.reset(m);
 #else
@@ -161,7 +134,7 @@ int train_main(int argc, char** argv, const char* prog) {
     return 2;
 #endif
   } else {
-    tp.reset(new inprocess_transport(o.stages));
+    tp.reset(new inprocess_transport(ps.stages));
   }
   const bool talk = rank == 0;
   dataset train_set, test_set;
@@ -170,76 +143,114 @@ int train_main(int argc, char** argv, const char* prog) {
     std::fprintf(stderr, "%s: %s\n", prog, err.c_str());
     return 1;
   }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(nullptr, &std::fclose);
+  if (!o.payload_log.empty()) {
+    const std::string path = o.mpi ? o.payload_log + "." + std::to_string(rank) : o.payload_log;
+    log.reset(std::fopen(path.c_str(), "w"));
+    if (!log) {
+      std::fprintf(stderr, "%s: cannot write %s\n", prog, path.c_str());
+      return 1;
+    }
+  }
   if (talk)
-    std::printf("[%s] %s, %zu train / %zu test samples, %d stages 784-%d-...-10, batch %d, %d epochs, seed %llu\n"
-                "  policy: %s\n",
-                o.name.c_str(), o.mpi ? "MPI, one rank per stage" : "in-process", train_set.n, test_set.n,
-                o.stages, o.hidden, o.batch, o.epochs, (unsigned long long)o.seed, pipecodec::to_string(pol).c_str());
-  pipeline<Stage> p(*tp, o, pol, train_set.n);
-  std::vector<float> input(size_t(o.batch) * 784);
-  std::vector<uint8_t> labels(size_t(o.batch));
+    std::printf("[%s] %s, %zu train / %zu test samples, %d stages 784-%d-...-10, batch %d in %d micro-batches (%s), "
+                "%d epochs, seed %llu\n  policy: %s\n",
+                o.name.c_str(), o.mpi ? "MPI, one rank per stage" : "in-process", train_set.n, test_set.n, ps.stages,
+                ps.hidden, ps.batch, ps.micro, to_string(ps.kind), o.epochs, (unsigned long long)o.seed,
+                pipecodec::to_string(pol).c_str());
+  pipeline<Stage> p(*tp, ps, pol, train_set.n, o.seed, log.get());
   std::vector<uint64_t> order(train_set.n);
   std::iota(order.begin(), order.end(), 0);
-  const size_t steps_per_epoch = train_set.n / size_t(o.batch);  // the last partial batch is dropped
-  traffic before_last;
+  const size_t steps_per_epoch = train_set.n / size_t(ps.batch);  // the last partial batch is dropped
+  std::vector<double> before_last, step_seconds;
+  stage_clock<Stage> clock(ps.stages);
+  double train_seconds = 0;
   uint64_t step = 0;
   const auto t0 = clock_type::now();
   for (int e = 0; e < o.epochs; ++e) {
-    if (e == o.epochs - 1) before_last = measure(p);
+    if (e == o.epochs - 1) before_last = sent_counters(p);
     std::mt19937_64 rng(o.seed * 1000 + uint64_t(e));  // same order on every rank
     std::shuffle(order.begin(), order.end(), rng);
     double stats[2] = {0, 0};  // loss, correct
-    for (size_t b = 0; b < steps_per_epoch; ++b, ++step) {
+    for (size_t b = 0; b < steps_per_epoch; ++b) {
       pipecodec::step_info at;
       at.step = step;
       at.epoch = uint64_t(e);
-      at.sample_ids = &order[b * size_t(o.batch)];
-      at.seed = step;
       int correct = 0;
-      stats[0] += p.step(train_set, at.sample_ids, o.batch, at, true, correct, input, labels);
+      const auto s0 = clock_type::now();
+      clock.start(p);
+      stats[0] += p.run(train_set, &order[b * size_t(ps.batch)], ps.batch, at, correct);
+      clock.stop(p);
+      step_seconds.push_back(seconds_since(s0));
+      train_seconds += step_seconds.back();
       stats[1] += correct;
-      for (auto& s : p.stages)
-        if (s) s->sgd(o.lr, o.momentum);
+      ++step;
+      if (o.eval_every > 0 && step % uint64_t(o.eval_every) == 0) {
+        const double acc = evaluate(p, *tp, test_set, ps.batch);
+        if (talk) std::printf("EVAL,%s,%llu,%.4f,%.4f\n", o.name.c_str(), (unsigned long long)step, train_seconds, acc);
+      }
     }
     tp->sum(stats, 2);
-    const double n = double(steps_per_epoch) * o.batch;
+    const double n = double(steps_per_epoch) * ps.batch;
     if (talk)
-      std::printf("  epoch %d/%d  loss %.4f  train acc %.4f  %.1f s\n", e + 1, o.epochs, stats[0] / n,
-                  stats[1] / n, std::chrono::duration<double>(clock_type::now() - t0).count());
+      std::printf("  epoch %d/%d  loss %.4f  train acc %.4f  %.1f s (%.1f s training)\n", e + 1, o.epochs,
+                  stats[0] / n, stats[1] / n, seconds_since(t0), train_seconds);
     std::fflush(stdout);
   }
-  double wall = std::chrono::duration<double>(clock_type::now() - t0).count();
-  traffic end = measure(p);
+  std::vector<double> sums = sent_counters(p);
+  for (size_t i = 0; i < sums.size(); ++i) sums[i] -= before_last[i];
+  const std::vector<double>& per_stage = clock.totals();
+  sums.insert(sums.end(), per_stage.begin(), per_stage.end());
   double acc[2] = {0, 0};  // compressed, plain
   for (int m = 0; m < 2; ++m) {
-    for (auto& s : p.stages)
-      if (s) s->set_inference(m == 0 ? pipecodec::inference_mode::compress : pipecodec::inference_mode::plain);
-    std::vector<uint64_t> ids(size_t(o.batch));
-    int correct = 0;
-    for (size_t b = 0; b < test_set.n; b += size_t(o.batch)) {
-      const int rows = int(std::min(size_t(o.batch), test_set.n - b));
-      std::iota(ids.begin(), ids.begin() + rows, uint64_t(b));
-      pipecodec::step_info at;
-      at.training = false;
-      at.sample_ids = ids.data();
-      p.step(test_set, ids.data(), rows, at, false, correct, input, labels);
-    }
-    acc[m] = double(correct) / double(test_set.n);
+    p.set_inference(m == 0 ? pipecodec::inference_mode::compress : pipecodec::inference_mode::plain);
+    acc[m] = evaluate(p, *tp, test_set, ps.batch);
   }
-  tp->sum(acc, 2);
-  double sums[6] = {end.v[0] - before_last.v[0], end.v[1] - before_last.v[1], end.v[2] - before_last.v[2],
-                    end.v[3] - before_last.v[3], end.v[4], end.v[5]};
-  tp->sum(sums, 6);
+  // Payload and framing bytes and messages per boundary and direction, by the sending stage.
+  std::vector<double> ledger(size_t(6 * (ps.stages - 1)), 0.0);
+  p.for_each_sent([&](int s, const sent_bytes& b) {
+    for (int d = 0; d < 2; ++d) {
+      const int boundary = d == 0 ? s : s - 1;
+      if (boundary < 0 || boundary >= ps.stages - 1) continue;
+      double* v = &ledger[size_t(6 * boundary + 3 * d)];
+      v[0] += b.payload[d];
+      v[1] += b.framing[d];
+      v[2] += b.messages[d];
+    }
+  });
+  sums.insert(sums.end(), ledger.begin(), ledger.end());
+  tp->sum(sums.data(), int(sums.size()));
   const double fwd_bits = sums[1] > 0 ? 8 * sums[0] / sums[1] : 0, bwd_bits = sums[3] > 0 ? 8 * sums[2] / sums[3] : 0;
   const double bytes_per_step = (sums[0] + sums[2]) / double(steps_per_epoch);
-  // Encode+decode time over encode+decode+layer time (Stage::clock_name), all stages, whole training.
-  const double share = sums[4] / (sums[4] + sums[5]);
+  double codec = 0, compute = 0;
+  for (int s = 0; s < ps.stages; ++s) {
+    compute += sums[size_t(4 + 2 * s)];
+    codec += sums[size_t(5 + 2 * s)];
+  }
+  // Encode+decode time over encode+decode+layer time (Stage::clock_name), all stages, training steps.
+  const double share = codec / (codec + compute);
   if (talk) {
+    std::vector<double> sorted = step_seconds;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
     std::printf("  test acc %.4f (compressed inference) %.4f (plain inference); %.2f / %.2f bits per element "
-                "fwd / bwd; %.0f bytes per step; codec %.1f%% of %s time; %.1f s\n",
-                acc[0], acc[1], fwd_bits, bwd_bits, bytes_per_step, 100 * share, Stage::clock_name, wall);
+                "fwd / bwd; %.0f bytes per step; codec %.1f%% of %s time; median step %.2f ms; %.1f s training, "
+                "%.1f s in all\n",
+                acc[0], acc[1], fwd_bits, bwd_bits, bytes_per_step, 100 * share, Stage::clock_name, 1e3 * median,
+                train_seconds, seconds_since(t0));
     std::printf("CSV,%s,%.4f,%.4f,%.0f,%.4f,%.4f,%.4f\n", o.name.c_str(), fwd_bits, bwd_bits, bytes_per_step,
                 acc[0], acc[1], share);
+    std::printf("TIMING,%s,%s,%d,%zu,%.6f,%.1f,%.3f\n", o.name.c_str(), to_string(ps.kind), ps.micro,
+                step_seconds.size(), median, median > 0 ? ps.batch / median : 0.0, train_seconds);
+    for (int s = 0; s < ps.stages; ++s)
+      std::printf("STAGE,%s,%d,%.6f,%.6f\n", o.name.c_str(), s, sums[size_t(4 + 2 * s)] / double(step),
+                  sums[size_t(5 + 2 * s)] / double(step));
+    const size_t at = 4 + 2 * size_t(ps.stages);
+    for (int b = 0; b < ps.stages - 1; ++b)
+      for (int d = 0; d < 2; ++d) {
+        const double* v = &sums[at + size_t(6 * b + 3 * d)];
+        std::printf("LEDGER,%s,%d,%s,%.0f,%.0f,%.0f\n", o.name.c_str(), b, d == 0 ? "fwd" : "bwd", v[0], v[1], v[2]);
+      }
   }
   const bool below = acc[0] < o.min_acc || acc[1] < o.min_acc;
   if (below && talk) std::printf("  FAIL: accuracy below the floor %.3f\n", o.min_acc);
