@@ -15,8 +15,8 @@ struct options {
   size_t train_limit = 0, test_limit = 0;
   int eval_every = 0;
   uint64_t seed = 1;
-  double min_acc = 0;
-  bool mpi = false;
+  double min_acc = 0, stop_at_acc = 0;
+  bool mpi = false, cosine = false;
 };
 
 // Printed after "usage: <program> ".
@@ -24,7 +24,7 @@ inline const char* usage =
     "[--policy TEXT] [--name NAME] [--epochs N] [--hidden H] [--stages S] [--batch B]\n"
     "         [--micro-batches M] [--schedule gpipe|1f1b] [--train N] [--test N] [--lr X]\n"
     "         [--momentum X] [--seed N] [--data DIR] [--eval-every K] [--payload-log FILE]\n"
-    "         [--min-acc X] [--mpi]\n"
+    "         [--lr-schedule constant|cosine] [--min-acc X] [--stop-at-acc X] [--mpi]\n"
     "  --policy   pipecodec policy text (policy_parse.hpp), default: everything plain fp32\n"
     "  --stages   S stages, S - 1 compressed boundaries of width H (--mpi: S ranks)\n"
     "  --micro-batches  M micro-batches of B / M rows per step (B a multiple of M; default 1),\n"
@@ -33,6 +33,8 @@ inline const char* usage =
     "             train_seconds excludes evaluation)\n"
     "  --payload-log  one line per payload sent: kind,step,micro,boundary,direction,bytes,fnv1a\n"
     "             (--mpi: FILE.<rank>)\n"
+    "  --lr-schedule  cosine: the learning rate falls from --lr to 0 over the run's steps (default constant)\n"
+    "  --stop-at-acc  end training at the first evaluation (--eval-every) with accuracy >= X\n"
     "  --train/--test  use the first N samples (0: all)   --min-acc  exit 1 below this accuracy\n";
 
 inline bool parse_args(int argc, char** argv, options& o) {
@@ -57,14 +59,19 @@ inline bool parse_args(int argc, char** argv, options& o) {
     else if (a == "--train") o.train_limit = size_t(std::atoll(v));
     else if (a == "--test") o.test_limit = size_t(std::atoll(v));
     else if (a == "--lr") p.lr = float(std::atof(v));
-    else if (a == "--momentum") p.momentum = float(std::atof(v));
+    else if (a == "--lr-schedule") {
+      if (std::string(v) != "constant" && std::string(v) != "cosine") return false;
+      o.cosine = std::string(v) == "cosine";
+    } else if (a == "--momentum") p.momentum = float(std::atof(v));
     else if (a == "--seed") o.seed = uint64_t(std::atoll(v));
     else if (a == "--eval-every") o.eval_every = std::atoi(v);
     else if (a == "--min-acc") o.min_acc = std::atof(v);
+    else if (a == "--stop-at-acc") o.stop_at_acc = std::atof(v);
     else return false;
   }
   return o.epochs > 0 && p.hidden > 0 && p.batch > 0 && p.stages >= 2 && p.stages <= 64 && p.micro >= 1 &&
-         p.batch % p.micro == 0 && o.eval_every >= 0;
+         p.batch % p.micro == 0 && o.eval_every >= 0 &&
+         (o.stop_at_acc <= 0 || o.eval_every > 0);
 }
 
 }  // namespace train

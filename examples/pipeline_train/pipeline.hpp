@@ -7,6 +7,8 @@
 // its actions until one needs a message not sent yet.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -27,6 +29,12 @@ struct pipeline_shape {
   int stages = 4, hidden = 1024, batch = 100, micro = 1;  // micro: micro-batches per training step
   schedule_kind kind = schedule_kind::gpipe;
   float lr = 0.02f, momentum = 0.9f;
+  uint64_t cosine_steps = 0;  // learning rate lr * (1 + cos(pi * step / cosine_steps)) / 2; 0: constant lr
+  float lr_at(uint64_t step) const {
+    if (cosine_steps == 0) return lr;
+    const double t = double(std::min(step, cosine_steps)) / double(cosine_steps);
+    return float(0.5 * double(lr) * (1 + std::cos(3.14159265358979323846 * t)));
+  }
   int micro_rows() const { return batch / micro; }
 };
 
@@ -101,7 +109,7 @@ class pipeline {
     }
     t_.wait_sends();
     if (at.training)
-      for (local& l : locals_) l.stage->sgd(ps_.lr, ps_.momentum);
+      for (local& l : locals_) l.stage->sgd(ps_.lr_at(at.step), ps_.momentum);
     return step_.loss;
   }
 

@@ -9,7 +9,8 @@
 //   EVAL,name,step,train_seconds,accuracy                         (--eval-every K)
 //   TIMING,name,schedule,micro_batches,steps,median_step_s,samples_per_s,train_seconds
 //   STAGE,name,stage,compute_s_per_step,codec_s_per_step          (training steps only)
-//   LEDGER,name,boundary,direction,payload_bytes,framing_bytes,messages   (whole run)
+//   LEDGER,name,boundary,direction,payload_bytes,framing_bytes,messages,   (whole run, then
+//          train_payload_bytes,train_framing_bytes,train_messages        training steps only)
 // Times are wall-clock seconds of stage 0's process, whose step ends last; STAGE seconds
 // are the stage's own clock (Stage::clock_name).
 //
@@ -51,11 +52,12 @@ inline double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-// Payload bytes and elements the local stages' senders produced: fwd bytes, fwd elements,
-// bwd bytes, bwd elements.
+// What the local stages' senders produced: fwd payload bytes, fwd elements, bwd payload bytes,
+// bwd elements, then per boundary and direction (fwd, bwd) payload bytes, framing bytes and
+// messages, by the sending stage.
 template <class Stage>
-std::vector<double> sent_counters(const pipeline<Stage>& p) {
-  std::vector<double> v(4, 0.0);
+std::vector<double> sent_counters(const pipeline<Stage>& p, int stages) {
+  std::vector<double> v(4 + size_t(6 * (stages - 1)), 0.0);
   p.for_each_stage([&](const Stage& s, int) {
     const auto f = s.endpoints().fwd_sent(), b = s.endpoints().bwd_sent();
     v[0] += double(f.bytes_out);
@@ -63,7 +65,21 @@ std::vector<double> sent_counters(const pipeline<Stage>& p) {
     v[2] += double(b.bytes_out);
     v[3] += double(b.elements);
   });
+  p.for_each_sent([&](int s, const sent_bytes& b) {
+    for (int d = 0; d < 2; ++d) {
+      const int boundary = d == 0 ? s : s - 1;
+      if (boundary < 0 || boundary >= stages - 1) continue;
+      double* at = &v[4 + size_t(6 * boundary + 3 * d)];
+      at[0] += b.payload[d];
+      at[1] += b.framing[d];
+      at[2] += b.messages[d];
+    }
+  });
   return v;
+}
+
+inline void add_difference(std::vector<double>& into, const std::vector<double>& a, const std::vector<double>& b) {
+  for (size_t i = 0; i < into.size(); ++i) into[i] += a[i] - b[i];
 }
 
 // Test accuracy in the stages' current inference mode, on every process.
@@ -158,21 +174,35 @@ int train_main(int argc, char** argv, const char* prog) {
                 o.name.c_str(), o.mpi ? "MPI, one rank per stage" : "in-process", train_set.n, test_set.n, ps.stages,
                 ps.hidden, ps.batch, ps.micro, to_string(ps.kind), o.epochs, (unsigned long long)o.seed,
                 pipecodec::to_string(pol).c_str());
+  if (o.cosine) o.shape.cosine_steps = uint64_t(o.epochs) * (train_set.n / size_t(ps.batch));
   pipeline<Stage> p(*tp, ps, pol, train_set.n, o.seed, log.get());
   std::vector<uint64_t> order(train_set.n);
   std::iota(order.begin(), order.end(), 0);
   const size_t steps_per_epoch = train_set.n / size_t(ps.batch);  // the last partial batch is dropped
-  std::vector<double> before_last, step_seconds;
+  std::vector<double> before_last, step_seconds;  // training's counters when the last epoch began
+  size_t last_epoch_steps = 0;
+  bool reached = false;  // --stop-at-acc
+  // What evaluation sends is counted apart, so that the per-step figures are training's alone.
+  const size_t counters = sent_counters(p, ps.stages).size();
+  std::vector<double> eval_sent(counters, 0.0);
+  auto evaluate_apart = [&]() {
+    const std::vector<double> before = sent_counters(p, ps.stages);
+    const double acc = evaluate(p, *tp, test_set, ps.batch);
+    add_difference(eval_sent, sent_counters(p, ps.stages), before);
+    return acc;
+  };
   stage_clock<Stage> clock(ps.stages);
   double train_seconds = 0;
   uint64_t step = 0;
   const auto t0 = clock_type::now();
-  for (int e = 0; e < o.epochs; ++e) {
-    if (e == o.epochs - 1) before_last = sent_counters(p);
+  for (int e = 0; e < o.epochs && !reached; ++e) {
+    before_last.assign(counters, 0.0);
+    add_difference(before_last, sent_counters(p, ps.stages), eval_sent);
+    last_epoch_steps = 0;
     std::mt19937_64 rng(o.seed * 1000 + uint64_t(e));  // same order on every rank
     std::shuffle(order.begin(), order.end(), rng);
     double stats[2] = {0, 0};  // loss, correct
-    for (size_t b = 0; b < steps_per_epoch; ++b) {
+    for (size_t b = 0; b < steps_per_epoch && !reached; ++b) {
       pipecodec::step_info at;
       at.step = step;
       at.epoch = uint64_t(e);
@@ -185,20 +215,30 @@ int train_main(int argc, char** argv, const char* prog) {
       train_seconds += step_seconds.back();
       stats[1] += correct;
       ++step;
+      ++last_epoch_steps;
       if (o.eval_every > 0 && step % uint64_t(o.eval_every) == 0) {
-        const double acc = evaluate(p, *tp, test_set, ps.batch);
+        const double acc = evaluate_apart();
         if (talk) std::printf("EVAL,%s,%llu,%.4f,%.4f\n", o.name.c_str(), (unsigned long long)step, train_seconds, acc);
+        reached = o.stop_at_acc > 0 && acc >= o.stop_at_acc;  // every rank sees the same summed accuracy
       }
     }
     tp->sum(stats, 2);
-    const double n = double(steps_per_epoch) * ps.batch;
+    const double n = double(last_epoch_steps) * ps.batch;
     if (talk)
       std::printf("  epoch %d/%d  loss %.4f  train acc %.4f  %.1f s (%.1f s training)\n", e + 1, o.epochs,
                   stats[0] / n, stats[1] / n, seconds_since(t0), train_seconds);
     std::fflush(stdout);
   }
-  std::vector<double> sums = sent_counters(p);
-  for (size_t i = 0; i < sums.size(); ++i) sums[i] -= before_last[i];
+  // sums: training's counters of the last epoch, then of the whole run (sent_counters' layout),
+  // then per stage compute and codec seconds, then the whole run's counters.
+  std::vector<double> sums(2 * counters, 0.0);
+  {
+    const std::vector<double> now = sent_counters(p, ps.stages);
+    std::vector<double> trained(counters, 0.0);
+    add_difference(trained, now, eval_sent);
+    for (size_t i = 0; i < counters; ++i) sums[i] = trained[i] - before_last[i];
+    std::copy(trained.begin(), trained.end(), sums.begin() + std::ptrdiff_t(counters));
+  }
   const std::vector<double>& per_stage = clock.totals();
   sums.insert(sums.end(), per_stage.begin(), per_stage.end());
   double acc[2] = {0, 0};  // compressed, plain
@@ -206,26 +246,16 @@ int train_main(int argc, char** argv, const char* prog) {
     p.set_inference(m == 0 ? pipecodec::inference_mode::compress : pipecodec::inference_mode::plain);
     acc[m] = evaluate(p, *tp, test_set, ps.batch);
   }
-  // Payload and framing bytes and messages per boundary and direction, by the sending stage.
-  std::vector<double> ledger(size_t(6 * (ps.stages - 1)), 0.0);
-  p.for_each_sent([&](int s, const sent_bytes& b) {
-    for (int d = 0; d < 2; ++d) {
-      const int boundary = d == 0 ? s : s - 1;
-      if (boundary < 0 || boundary >= ps.stages - 1) continue;
-      double* v = &ledger[size_t(6 * boundary + 3 * d)];
-      v[0] += b.payload[d];
-      v[1] += b.framing[d];
-      v[2] += b.messages[d];
-    }
-  });
-  sums.insert(sums.end(), ledger.begin(), ledger.end());
+  const std::vector<double> whole = sent_counters(p, ps.stages);
+  sums.insert(sums.end(), whole.begin(), whole.end());
   tp->sum(sums.data(), int(sums.size()));
   const double fwd_bits = sums[1] > 0 ? 8 * sums[0] / sums[1] : 0, bwd_bits = sums[3] > 0 ? 8 * sums[2] / sums[3] : 0;
-  const double bytes_per_step = (sums[0] + sums[2]) / double(steps_per_epoch);
+  const double bytes_per_step = (sums[0] + sums[2]) / double(last_epoch_steps);
   double codec = 0, compute = 0;
+  const size_t clocks = 2 * counters;
   for (int s = 0; s < ps.stages; ++s) {
-    compute += sums[size_t(4 + 2 * s)];
-    codec += sums[size_t(5 + 2 * s)];
+    compute += sums[clocks + size_t(2 * s)];
+    codec += sums[clocks + size_t(2 * s + 1)];
   }
   // Encode+decode time over encode+decode+layer time (Stage::clock_name), all stages, training steps.
   const double share = codec / (codec + compute);
@@ -243,13 +273,15 @@ int train_main(int argc, char** argv, const char* prog) {
     std::printf("TIMING,%s,%s,%d,%zu,%.6f,%.1f,%.3f\n", o.name.c_str(), to_string(ps.kind), ps.micro,
                 step_seconds.size(), median, median > 0 ? ps.batch / median : 0.0, train_seconds);
     for (int s = 0; s < ps.stages; ++s)
-      std::printf("STAGE,%s,%d,%.6f,%.6f\n", o.name.c_str(), s, sums[size_t(4 + 2 * s)] / double(step),
-                  sums[size_t(5 + 2 * s)] / double(step));
-    const size_t at = 4 + 2 * size_t(ps.stages);
+      std::printf("STAGE,%s,%d,%.6f,%.6f\n", o.name.c_str(), s, sums[clocks + size_t(2 * s)] / double(step),
+                  sums[clocks + size_t(2 * s + 1)] / double(step));
     for (int b = 0; b < ps.stages - 1; ++b)
       for (int d = 0; d < 2; ++d) {
-        const double* v = &sums[at + size_t(6 * b + 3 * d)];
-        std::printf("LEDGER,%s,%d,%s,%.0f,%.0f,%.0f\n", o.name.c_str(), b, d == 0 ? "fwd" : "bwd", v[0], v[1], v[2]);
+        const size_t at = 4 + size_t(6 * b + 3 * d);
+        const double* all = &sums[clocks + 2 * size_t(ps.stages) + at];
+        const double* trained = &sums[counters + at];
+        std::printf("LEDGER,%s,%d,%s,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f\n", o.name.c_str(), b, d == 0 ? "fwd" : "bwd",
+                    all[0], all[1], all[2], trained[0], trained[1], trained[2]);
       }
   }
   const bool below = acc[0] < o.min_acc || acc[1] < o.min_acc;

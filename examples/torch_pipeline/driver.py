@@ -58,6 +58,10 @@ def parse_args(prog, takes_policy, argv=None):
     p.add_argument("--data", default=fashion_mnist.DEFAULT_DIR, help="Fashion-MNIST directory")
     p.add_argument("--log-every", type=int, default=100, help="a progress line every N steps (0: none)")
     p.add_argument("--quick", action="store_true", help="seconds of training, for tests: sizes as above")
+    p.add_argument("--init-method", help="run one stage in this process, joining the others at this "
+                   "torch.distributed init method (e.g. tcp://10.231.1.1:29500); its rank comes from "
+                   "OMPI_COMM_WORLD_RANK or RANK, so that a launcher such as mpirun (tools/links) starts "
+                   "one process per stage (default: this process spawns every stage)")
     o = p.parse_args(argv)
     for key, value in (QUICK if o.quick else FULL).items():
         if getattr(o, key) is None:
@@ -160,10 +164,10 @@ class StageProcess:
         return correct / n
 
 
-def run_stage(s, prog, opts, Link, rendezvous):
+def run_stage(s, prog, opts, Link, init_method):
     # One BLAS thread per stage process, as the C++ demo pins OpenBLAS (its main.cpp says why).
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="file://" + rendezvous, rank=s, world_size=opts.stages)
+    dist.init_process_group("gloo", init_method=init_method, rank=s, world_size=opts.stages)
     try:
         stage = StageProcess(opts, s, Link)
     except ValueError as e:  # a policy or codec the endpoints reject: the message says why
@@ -192,8 +196,14 @@ def main(Link, takes_policy):
     """Parses the command line and runs one process per stage, each with its own Link."""
     prog = os.path.basename(sys.argv[0])
     opts = parse_args(prog, takes_policy)
+    if opts.init_method:
+        rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("RANK"))
+        if rank is None:
+            sys.exit(f"{prog}: --init-method needs the stage's rank in OMPI_COMM_WORLD_RANK or RANK")
+        run_stage(int(rank), prog, opts, Link, opts.init_method)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            mp.spawn(run_stage, (prog, opts, Link, os.path.join(tmp, "rendezvous")), nprocs=opts.stages)
+            mp.spawn(run_stage, (prog, opts, Link, "file://" + os.path.join(tmp, "rendezvous")), nprocs=opts.stages)
         except mp.ProcessExitedException as e:  # a stage exited with an error it printed
             sys.exit(e.exit_code or 1)
