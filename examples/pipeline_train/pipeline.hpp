@@ -132,7 +132,7 @@ class pipeline {
     std::vector<uint64_t> ids;
     std::vector<uint8_t> labels;
     std::vector<uint8_t> fwd_in, fwd_out, bwd_in, bwd_out;  // messages
-    size_t fwd_in_len = 0, fwd_out_len = 0;                 // their payloads' lengths
+    size_t fwd_in_len = 0;                                  // the received payload's length
   };
   struct local {
     int s = 0;
@@ -199,7 +199,6 @@ class pipeline {
       step_.loss += l.stage->loss(m, b.labels.data(), rows, step_.at.training, *step_.correct, step_.rows);
       return;
     }
-    b.fwd_out_len = len;
     send(l, 0, l.s + 1, b.fwd_out.data(), len, m, b.ids.data());
   }
 
