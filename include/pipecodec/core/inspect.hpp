@@ -3,6 +3,7 @@
 // Each codec adds one case to inspect() that parses (and size-checks) its own parameters.
 #pragma once
 
+#include "float_format.hpp"
 #include "plain_format.hpp"
 #include "quant_format.hpp"
 #include "topk_format.hpp"
@@ -27,6 +28,12 @@ PIPECODEC_HD void describe(const quant_payload& qp, payload_info& out) {
 PIPECODEC_HD void describe(const plain_payload& pl, payload_info& out) {
   out.codec_spec.codec = codec_id::plain;
   out.codec_spec.plain = pl.pp;
+}
+
+PIPECODEC_HD void describe(const float_payload& fp, payload_info& out) {
+  out.codec_spec.codec = fp.hdr.codec;
+  out.codec_spec.flt = fp.f;
+  out.seed = get_u64(fp.hdr.params + 16);
 }
 
 // k is the resolved count per unit (a ratio is not recorded), the index layout the
@@ -76,6 +83,10 @@ PIPECODEC_HD status inspect(const void* payload, size_t len, payload_info& out) 
     case codec_id::topk:
     case codec_id::randk:
       r = detail::inspect_as<detail::topk_payload>(payload, len, info, detail::parse_topk_payload);
+      break;
+    case codec_id::fp8:
+    case codec_id::mx:
+      r = detail::inspect_as<detail::float_payload>(payload, len, info, detail::parse_float_payload);
       break;
   }
   if (ok(r)) out = info;

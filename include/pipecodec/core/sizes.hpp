@@ -2,6 +2,7 @@
 // and workspace buffers once (and capture its step in a CUDA graph).
 #pragma once
 
+#include "float_format.hpp"
 #include "plain_format.hpp"
 #include "quant_layout.hpp"
 #include "topk_format.hpp"
@@ -26,6 +27,11 @@ inline size_t encoded_bytes(const spec& s, const shape& shp) {
       detail::topk_desc d;
       detail::topk_layout L;
       return ok(detail::resolve_topk(s, shp, 0, d)) && detail::make_topk_layout(d, shp, L) ? size_t(L.total) : 0;
+    }
+    case codec_id::fp8:
+    case codec_id::mx: {
+      detail::float_layout L;
+      return detail::make_float_layout(s.codec, s.flt, shp, L) ? size_t(L.total) : 0;
     }
   }
   return 0;
@@ -53,6 +59,12 @@ inline size_t workspace_bytes(const spec& s, const shape& shp) {
       detail::topk_layout L;
       if (!ok(detail::resolve_topk(s, shp, 0, d)) || !detail::make_topk_layout(d, shp, L)) return 0;
       return size_t(detail::workspace_request(detail::make_topk_workspace(d, L).total));
+    }
+    case codec_id::fp8:
+    case codec_id::mx: {
+      detail::float_layout L;
+      if (!detail::make_float_layout(s.codec, s.flt, shp, L)) return 0;
+      return size_t(detail::workspace_request(detail::make_float_workspace(L.groups).used));
     }
   }
   return 0;

@@ -7,7 +7,7 @@
 
 namespace pipecodec {
 
-enum class codec_id : uint8_t { plain = 1, quant = 2, topk = 3, randk = 4 };
+enum class codec_id : uint8_t { plain = 1, quant = 2, topk = 3, randk = 4, fp8 = 5, mx = 6 };
 
 // The codec's name as spec text spells it ("quant", "topk", ...).
 inline const char* to_string(codec_id c) {
@@ -16,6 +16,8 @@ inline const char* to_string(codec_id c) {
     case codec_id::quant: return "quant";
     case codec_id::topk: return "topk";
     case codec_id::randk: return "randk";
+    case codec_id::fp8: return "fp8";
+    case codec_id::mx: return "mx";
   }
   return "unknown";
 }
@@ -52,11 +54,26 @@ struct plain_params {
   dtype wire = dtype::f32;        // element type on the wire
 };
 
+// Element formats of the fp8 and mx codecs (core/minifloat.hpp).
+enum class elem_format : uint8_t { e4m3 = 1, e5m2 = 2, e3m2 = 3, e2m3 = 4, e2m1 = 5, int8 = 6 };
+
+// fp8: elements in e4m3 or e5m2 times a scale per group, groups as quant_params has them.
+// mx:  OCP Microscaling blocks of 32 elements along each row sharing a power-of-two (E8M0)
+//      scale; group and scale_dtype do not apply.
+struct float_params {
+  elem_format format = elem_format::e4m3;
+  group_kind group = group_kind::elements;  // fp8 only
+  uint32_t group_size = 128;                // fp8, group_kind::elements: a multiple of 32, >= 32
+  dtype scale_dtype = dtype::f32;           // fp8 only: f32 or f16
+  rounding round = rounding::nearest;
+};
+
 struct spec {
   codec_id codec = codec_id::quant;
   quant_params quant{};
   topk_params topk{};
   plain_params plain{};
+  float_params flt{};  // fp8 and mx
 };
 
 PIPECODEC_HD constexpr bool valid_quant_params(const quant_params& q) {
@@ -67,6 +84,16 @@ PIPECODEC_HD constexpr bool valid_quant_params(const quant_params& q) {
   if (q.scale != scale_mode::minmax && q.scale != scale_mode::absmax) return false;
   if (q.round != rounding::nearest && q.round != rounding::stochastic) return false;
   return q.scale_dtype == dtype::f32 || q.scale_dtype == dtype::f16;
+}
+
+PIPECODEC_HD constexpr bool valid_float_params(codec_id c, const float_params& f) {
+  if (f.round != rounding::nearest && f.round != rounding::stochastic) return false;
+  if (c == codec_id::mx) return uint8_t(f.format) >= 1 && uint8_t(f.format) <= 6;
+  if (c != codec_id::fp8 || (f.format != elem_format::e4m3 && f.format != elem_format::e5m2)) return false;
+  if (f.group != group_kind::elements && f.group != group_kind::row && f.group != group_kind::tensor)
+    return false;
+  if (f.group == group_kind::elements && (f.group_size < 32 || f.group_size % 32 != 0)) return false;
+  return f.scale_dtype == dtype::f32 || f.scale_dtype == dtype::f16;
 }
 
 }  // namespace pipecodec

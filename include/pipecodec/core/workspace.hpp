@@ -6,6 +6,7 @@
 // of tiles of quant_tile_chunks chunks, one reduction per group, then quantization.
 #pragma once
 
+#include "float_format.hpp"
 #include "quant_layout.hpp"
 #include "quant_math.hpp"
 
@@ -35,6 +36,22 @@ PIPECODEC_HD quant_workspace make_quant_workspace(const quant_layout& L) {
   w.partials_offset = workspace_status_bytes;
   w.params_offset = w.partials_offset + align16(w.tiles * sizeof(group_stats));
   w.used = w.params_offset + (w.tiled ? L.groups * sizeof(group_params) : 0);
+  return w;
+}
+
+// fp8 / mx encoding on the device: the amax word of every group (reduced with atomicMax),
+// then its scale.
+struct float_workspace {
+  uint64_t amax_offset = 0;   // uint32_t per group
+  uint64_t scales_offset = 0; // float_scale per group
+  uint64_t used = 0;
+};
+
+PIPECODEC_HD float_workspace make_float_workspace(uint64_t groups) {
+  float_workspace w;
+  w.amax_offset = workspace_status_bytes;
+  w.scales_offset = w.amax_offset + align16(groups * 4);
+  w.used = w.scales_offset + groups * sizeof(float_scale);
   return w;
 }
 

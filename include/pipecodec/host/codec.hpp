@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../core/sizes.hpp"
+#include "float.hpp"
 #include "plain.hpp"
 #include "quant.hpp"
 #include "topk.hpp"
@@ -14,7 +15,7 @@ namespace pipecodec::host {
 inline status encode(const spec& s, const_tensor_view in, void* payload, size_t capacity,
                      void* workspace = nullptr, size_t workspace_size = 0, uint64_t seed = 0,
                      size_t* written = nullptr) {
-  // Host quantization and plain need no workspace (workspace_bytes() is sized for the CUDA
+  // Host quantization, plain, fp8 and mx need no workspace (workspace_bytes() is sized for the CUDA
   // backend); TopK/RandK check theirs.
   if (!valid_dtype(uint8_t(in.type))) return status::invalid_argument;
   switch (s.codec) {
@@ -23,6 +24,8 @@ inline status encode(const spec& s, const_tensor_view in, void* payload, size_t 
     case codec_id::topk:
     case codec_id::randk:
       return detail::encode_topk(s, in, payload, capacity, workspace, workspace_size, seed, written);
+    case codec_id::fp8:
+    case codec_id::mx: return detail::encode_float(s.codec, s.flt, in, payload, capacity, seed, written);
   }
   return status::not_supported;
 }
@@ -39,6 +42,8 @@ inline status decode_any(const void* payload, size_t len, tensor_view out, void*
     case codec_id::plain: return decode_plain<Accumulate>(payload, len, out);
     case codec_id::topk:
     case codec_id::randk: return decode_topk<Accumulate>(payload, len, out, ws, ws_size);
+    case codec_id::fp8:
+    case codec_id::mx: return decode_float<Accumulate>(payload, len, out);
   }
   return status::not_supported;
 }

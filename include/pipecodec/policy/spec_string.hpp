@@ -9,6 +9,10 @@
 //          values=fp32|fp16|bf16|quant (fp32), with values=quant the quant keys above apply
 //          to the values; mask=shared (values at the positions of a paired payload)
 //   randk: as topk (no index, no mask) plus seed=N (0) and unbiased=0|1 (0)
+//   fp8:   format=e4m3|e5m2 (e4m3)  group=N|row|tensor (128)  scale_dtype=fp32|fp16 (fp32)
+//          round=nearest|stochastic (nearest)
+//   mx:    format=fp8_e4m3|fp8_e5m2|fp6_e3m2|fp6_e2m3|fp4_e2m1|int8 (fp8_e4m3)
+//          round=nearest|stochastic (nearest); blocks of 32 along each row, E8M0 scales
 // Unknown codecs, unknown keys and bad values are errors whose message names the token.
 #pragma once
 
@@ -120,6 +124,53 @@ inline int apply_sparse_key(std::string_view k, std::string_view v, topk_params&
   return 1;
 }
 
+inline const char* mx_format_name(elem_format f) {
+  switch (f) {
+    case elem_format::e4m3: return "fp8_e4m3";
+    case elem_format::e5m2: return "fp8_e5m2";
+    case elem_format::e3m2: return "fp6_e3m2";
+    case elem_format::e2m3: return "fp6_e2m3";
+    case elem_format::e2m1: return "fp4_e2m1";
+    case elem_format::int8: return "int8";
+  }
+  return "unknown";
+}
+
+// One fp8 or mx key, as apply_quant_key.
+inline int apply_float_key(std::string_view k, std::string_view v, float_params& f, bool mx) {
+  if (k == "format") {
+    if (!mx && v == "e4m3") f.format = elem_format::e4m3;
+    else if (!mx && v == "e5m2") f.format = elem_format::e5m2;
+    else if (!mx) return -1;
+    else {
+      for (uint8_t i = 1; i <= 6; ++i)
+        if (v == mx_format_name(elem_format(i))) {
+          f.format = elem_format(i);
+          return 1;
+        }
+      return -1;
+    }
+    return 1;
+  }
+  if (k == "round") {
+    if (v == "nearest") f.round = rounding::nearest;
+    else if (v == "stochastic") f.round = rounding::stochastic;
+    else return -1;
+    return 1;
+  }
+  if (mx || (k != "group" && k != "scale_dtype")) return 0;
+  // fp8's group and scale dtype read as quant's do.
+  quant_params q;
+  q.group = f.group;
+  q.group_size = f.group_size;
+  q.scale_dtype = f.scale_dtype;
+  const int r = apply_quant_key(k, v, q);
+  f.group = q.group;
+  f.group_size = q.group_size;
+  f.scale_dtype = q.scale_dtype;
+  return r;
+}
+
 inline status spec_error(std::string* error, std::string msg) {
   if (error) *error = std::move(msg);
   return status::invalid_spec;
@@ -135,6 +186,8 @@ inline status parse_spec(std::string_view text, spec& out, std::string* error = 
   else if (name == "plain") s.codec = codec_id::plain;
   else if (name == "topk") s.codec = codec_id::topk;
   else if (name == "randk") s.codec = codec_id::randk;
+  else if (name == "fp8") s.codec = codec_id::fp8;
+  else if (name == "mx") s.codec = codec_id::mx;
   else return detail::spec_error(error, "unknown codec '" + std::string(name) + "'");
   if (s.codec == codec_id::topk || s.codec == codec_id::randk) s.topk.vquant.bits = 8;
 
@@ -161,6 +214,8 @@ inline status parse_spec(std::string_view text, spec& out, std::string* error = 
       }
       case codec_id::topk: r = detail::apply_sparse_key(k, v, s.topk, false); break;
       case codec_id::randk: r = detail::apply_sparse_key(k, v, s.topk, true); break;
+      case codec_id::fp8:
+      case codec_id::mx: r = detail::apply_float_key(k, v, s.flt, s.codec == codec_id::mx); break;
     }
     if (r == 0)
       return detail::spec_error(error, "unknown key '" + std::string(k) + "' for codec '" +
@@ -184,11 +239,12 @@ inline std::string format_double(double v) {
   return buf;
 }
 
+inline std::string group_text(group_kind kind, uint32_t size) {
+  return kind == group_kind::row ? "row" : kind == group_kind::tensor ? "tensor" : std::to_string(size);
+}
+
 inline std::string quant_keys(const quant_params& q) {
-  std::string g = q.group == group_kind::row      ? "row"
-                  : q.group == group_kind::tensor ? "tensor"
-                                                  : std::to_string(q.group_size);
-  return "bits=" + std::to_string(q.bits) + ",group=" + g +
+  return "bits=" + std::to_string(q.bits) + ",group=" + group_text(q.group, q.group_size) +
          ",scale=" + (q.scale == scale_mode::minmax ? "minmax" : "absmax") +
          ",round=" + (q.round == rounding::nearest ? "nearest" : "stochastic") +
          ",scale_dtype=" + to_string(q.scale_dtype);
@@ -218,6 +274,15 @@ inline std::string to_string(const spec& s) {
       else r += std::string(",values=") + to_string(dtype(uint8_t(t.values)));
       return r;
     }
+    case codec_id::fp8: {
+      const float_params& f = s.flt;
+      return std::string("fp8:format=") + (f.format == elem_format::e5m2 ? "e5m2" : "e4m3") +
+             ",group=" + detail::group_text(f.group, f.group_size) + ",scale_dtype=" + to_string(f.scale_dtype) +
+             ",round=" + (f.round == rounding::nearest ? "nearest" : "stochastic");
+    }
+    case codec_id::mx:
+      return std::string("mx:format=") + detail::mx_format_name(s.flt.format) +
+             ",round=" + (s.flt.round == rounding::nearest ? "nearest" : "stochastic");
   }
   return "unknown";
 }
