@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common.hpp"
+#include "pipecodec/core/float_format.hpp"
 #include "pipecodec/core/plain_format.hpp"
 #include "pipecodec/core/quant_format.hpp"
 
@@ -115,9 +116,61 @@ inline void check_plain(const rt_run& r) {
   }
 }
 
+// ---- fp8 / mx: fields match the spec; every finite element within the documented bound
+// (docs/FORMAT.md) of its group's scale X: 2^-(m+1)|x| + X 2^(emin-m-1) (int8: X 2^-7), twice
+// that for stochastic rounding, plus 2^-23 |x| for fp8's division, plus what saturation cuts
+// off; fp8 keeps NaN and saturates +-Inf; an mx block holding NaN or Inf decodes to NaN.
+inline void make_float_spec(reader& r, pipecodec::spec& s) {
+  using namespace pipecodec;
+  const uint8_t m = r.u8();
+  s.codec = m & 1 ? codec_id::mx : codec_id::fp8;
+  s.flt.format = s.codec == codec_id::mx ? elem_format(1 + r.u8() % 6) : (m & 2 ? elem_format::e5m2 : elem_format::e4m3);
+  s.flt.round = m & 4 ? rounding::stochastic : rounding::nearest;
+  s.flt.scale_dtype = m & 8 ? dtype::f16 : dtype::f32;
+  s.flt.group = group_kind(1 + r.u8() % 3);
+  s.flt.group_size = 32u * (1u + r.u8() % 16u);
+}
+
+inline void check_float(const rt_run& r) {
+  using namespace pipecodec;
+  detail::float_payload fp;
+  PCFUZZ_CHECK(ok(detail::parse_float_payload(r.payload.data(), r.payload.size(), fp)), "parse");
+  const float_params& f = r.s.flt;
+  PCFUZZ_CHECK(fp.hdr.type == r.in_type && fp.hdr.shp == r.shp && fp.hdr.codec == r.s.codec &&
+                   fp.f.format == f.format && fp.f.round == f.round &&
+                   fp.layout.group_len == detail::float_group_len(r.s.codec, f, r.shp),
+               "header fields differ from the spec");
+  const detail::elem_traits t = detail::traits_of(f.format);
+  const double k = f.round == rounding::nearest ? 1.0 : 2.0;
+  const double fmax = double(detail::max_finite(f.format));
+  const bool mx = r.s.codec == codec_id::mx;
+  for (uint64_t g = 0; g < fp.layout.groups; ++g) {
+    const detail::float_scale sc = detail::load_float_scale(fp, g);
+    const uint64_t b = fp.layout.group_begin(g);
+    for (uint64_t i = b; i < b + fp.layout.group_size(g); ++i) {
+      const float x = input_at(r, i), y = r.xhat[i];
+      if (sc.nan_block || x != x) {
+        PCFUZZ_CHECK(y != y, "element %llu: NaN expected, got %g", (unsigned long long)i, double(y));
+        continue;
+      }
+      const double X = double(sc.decode_mul);
+      const double cx = detail::is_finite(x) ? double(x) : (x > 0 ? fmax * X : -fmax * X);
+      const double over = std::fabs(cx) - fmax * X;
+      const double sat = over > 0 ? over : 0;
+      const double bound =
+          t.ebits == 0 ? k * X * std::ldexp(1.0, -7) + sat
+                       : k * ((std::ldexp(1.0, -int(t.mbits) - 1) + (mx ? 0 : std::ldexp(1.0, -23))) * std::fabs(cx) +
+                              X * std::ldexp(1.0, t.emin - int(t.mbits) - 1)) + sat;
+      PCFUZZ_CHECK(std::fabs(cx - double(y)) <= bound, "element %llu x=%a xhat=%a bound=%g X=%a",
+                   (unsigned long long)i, double(x), double(y), bound, X);
+    }
+  }
+}
+
 inline const rt_case rt_cases[] = {
     {"quant", true, make_quant_spec, check_quant},
     {"plain", true, make_plain_spec, check_plain},
+    {"fp8/mx", true, make_float_spec, check_float},
 };
 
 }  // namespace pcfuzz

@@ -33,6 +33,14 @@ inline bool same_spec(const pipecodec::spec& a, const pipecodec::spec& b) {
              (randk ? x.seed == y.seed && x.unbiased == y.unbiased
                     : x.index == y.index && x.shared_mask == y.shared_mask);
     }
+    case codec_id::fp8:
+    case codec_id::mx: {
+      const float_params &x = a.flt, &y = b.flt;
+      const bool groups = a.codec == codec_id::mx ||
+                          (x.group == y.group && (x.group != group_kind::elements || x.group_size == y.group_size) &&
+                           x.scale_dtype == y.scale_dtype);
+      return x.format == y.format && x.round == y.round && groups;
+    }
   }
   return false;
 }

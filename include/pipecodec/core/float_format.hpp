@@ -124,7 +124,7 @@ PIPECODEC_HD status parse_float_payload(const void* payload, uint64_t len, float
   const uint8_t* p = static_cast<const uint8_t*>(payload);
   status st = read_header(p, len, out.hdr);
   if (!ok(st)) return st;
-  if (out.hdr.codec != codec_id::fp8 && out.hdr.codec != codec_id::mx) return status::unknown_codec;
+  if (!is_float_codec(out.hdr.codec)) return status::unknown_codec;
   if (!valid_flags(out.hdr.flags)) return status::invalid_header;
   st = read_float_params(out.hdr.params, out.hdr.codec, out.hdr.shp, out.f);
   if (!ok(st)) return st;
@@ -220,16 +220,21 @@ PIPECODEC_HD void store_float_scale(uint8_t* payload, const float_layout& L, uin
 
 // ---- elements ----
 
-// The code of element i (value x) in a group of scale s.
-PIPECODEC_HD uint32_t encode_value(float x, const float_scale& s, codec_id c, const float_params& f,
-                                   uint64_t seed, uint64_t i) {
+// The random word of element i for stochastic rounding (quant's stream: one Philox block per
+// unit of 4 codes).
+PIPECODEC_HD uint32_t rounding_word(uint64_t seed, uint64_t i) {
+  return random_block(seed, stream_rounding, i >> 2).v[i & 3u];
+}
+
+// The code of value x in a group of scale s; rnd: rounding_word() of the element, used by
+// stochastic rounding only.
+PIPECODEC_HD uint32_t encode_value(float x, const float_scale& s, codec_id c, const float_params& f, uint32_t rnd) {
   if (s.nan_block) return 0;
   float y = x;
   if (is_finite(x)) {
     if (c == codec_id::mx) y = mul_rn(x, s.encode_mul);
     else y = s.decode_mul > 0 ? div_rn(x, s.decode_mul) : mul_rn(x, 0.0F);
   }
-  const uint32_t rnd = f.round == rounding::stochastic ? random_block(seed, stream_rounding, i >> 2).v[i & 3u] : 0u;
   return encode_element(y, f.format, f.round, rnd);
 }
 

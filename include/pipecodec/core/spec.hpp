@@ -68,6 +68,8 @@ struct float_params {
   rounding round = rounding::nearest;
 };
 
+PIPECODEC_HD constexpr bool is_float_codec(codec_id c) { return c == codec_id::fp8 || c == codec_id::mx; }
+
 struct spec {
   codec_id codec = codec_id::quant;
   quant_params quant{};

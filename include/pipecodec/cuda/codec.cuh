@@ -15,6 +15,7 @@
 
 #include "../core/sizes.hpp"
 #include "detail/decode.cuh"
+#include "float.cuh"
 #include "plain.cuh"
 #include "quant.cuh"
 #include "topk.cuh"
@@ -35,12 +36,16 @@ inline status encode(const spec& s, const_tensor_view in, void* payload, size_t 
     case codec_id::topk:
     case codec_id::randk:
       return detail::encode_topk(s, in, payload, capacity, workspace, workspace_size, seed, stream, written);
+    case codec_id::fp8:
+    case codec_id::mx:
+      return detail::encode_float(s.codec, s.flt, in, payload, capacity, workspace, workspace_size, seed, stream,
+                                  written);
     default: return status::not_supported;
   }
 }
 
 namespace detail {
-// The device validation of a quant or plain payload of shape `shp` into the status area at
+// The device validation of a quant, plain, fp8 or mx payload of shape `shp` into the status area at
 // `area` (the aligned start of a workspace of at least workspace_status_bytes): verdict, and
 // the parsed payload when accepted. Kernels that then read the payload run after it.
 inline status launch_validation(const void* payload, size_t len, const shape& shp, uint8_t* area, uint32_t cap,
@@ -79,7 +84,7 @@ inline status decode_any(const void* payload, size_t len, tensor_view out, void*
 }
 }  // namespace detail
 
-// Decodes a quant or plain payload into `out` (any dtype; the shape must match). TopK and
+// Decodes a quant, plain, fp8 or mx payload into `out` (any dtype; the shape must match). TopK and
 // RandK payloads have their own calls below: the host cannot read the payload's codec
 // without a synchronization, and the caller knows which codec it configured.
 inline status decode(const void* payload, size_t len, tensor_view out, void* workspace, size_t workspace_size,

@@ -25,7 +25,10 @@ inline void encode_float_groups(codec_id c, const float_params& f, const float_l
     store_float_scale(p, L, g, s);
     // Groups need not start on a unit of 4 codes (mx rows of any length): codes are OR-ed
     // into the zeroed section.
-    for (uint64_t i = begin; i < end; ++i) or_code(codes, i, L.width, encode_value(load<In>(x, i), s, c, f, seed, i));
+    for (uint64_t i = begin; i < end; ++i) {
+      const uint32_t rnd = f.round == rounding::stochastic ? rounding_word(seed, i) : 0u;
+      or_code(codes, i, L.width, encode_value(load<In>(x, i), s, c, f, rnd));
+    }
   }
 }
 

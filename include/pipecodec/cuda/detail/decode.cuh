@@ -7,6 +7,7 @@
 
 #include "../../core/dispatch.hpp"
 #include "../../core/topk_format.hpp"
+#include "float_kernels.cuh"
 #include "plain_kernels.cuh"
 #include "quant_decode.cuh"
 
@@ -20,6 +21,7 @@ template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads)
     validate_kernel(const uint8_t* payload, uint64_t len, shape want, uint8_t* area) {
   PIPECODEC_SHARED(quant_payload, qp);
+  PIPECODEC_SHARED(float_payload, fpl);
   PIPECODEC_SHARED(int, check_groups);
   status_area* sa = reinterpret_cast<status_area*>(area);
   if (threadIdx.x == 0) {
@@ -43,6 +45,15 @@ __global__ void __launch_bounds__(Threads)
         if (ok(st) && p.hdr.shp != want) st = status::shape_mismatch;
         if (ok(st) && !plain_padding_zero(p)) st = status::corrupt_payload;
         if (ok(st) && blockIdx.x == 0) *reinterpret_cast<plain_payload*>(area + parsed_offset) = p;
+      } else if (is_float_codec(h.codec)) {
+        float_payload p;
+        st = parse_float_payload(payload, len, p);
+        if (ok(st) && p.hdr.shp != want) st = status::shape_mismatch;
+        if (ok(st) && !float_padding_zero(p)) st = status::corrupt_payload;
+        if (ok(st)) {
+          fpl = p;
+          if (blockIdx.x == 0) *reinterpret_cast<float_payload*>(area + parsed_offset) = p;
+        }
       } else if (h.codec == codec_id::topk || h.codec == codec_id::randk) {
         // Checked as host::decode checks it, so a corrupt one gets the host's status; a valid
         // one is not_supported here: decode_topk decodes it.
@@ -60,12 +71,16 @@ __global__ void __launch_bounds__(Threads)
       sa->codec = codec;
       if (!ok(st)) sa->code = st;
     }
-    check_groups = ok(st) && codec == uint32_t(codec_id::quant);
+    check_groups = !ok(st) ? 0 : codec == uint32_t(codec_id::quant) ? 1 : is_float_codec(codec_id(codec)) ? 2 : 0;
   }
   __syncthreads();
-  if (!check_groups) return;
-  for (uint64_t g = global_thread(); g < qp.layout.groups; g += thread_count())
-    if (!valid_stored_group(qp, g)) atomicExch(reinterpret_cast<int*>(&sa->code), int(status::corrupt_payload));
+  if (check_groups == 1) {
+    for (uint64_t g = global_thread(); g < qp.layout.groups; g += thread_count())
+      if (!valid_stored_group(qp, g)) atomicExch(reinterpret_cast<int*>(&sa->code), int(status::corrupt_payload));
+  } else if (check_groups == 2) {
+    for (uint64_t g = global_thread(); g < fpl.layout.groups; g += thread_count())
+      if (!valid_float_group(fpl, g)) atomicExch(reinterpret_cast<int*>(&sa->code), int(status::corrupt_payload));
+  }
 }
 
 template <dtype Out, bool Accumulate>
@@ -78,6 +93,8 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(void* out, const 
       decode_quant_warps<decltype(bc)::value>(qp, store_decoded<Out, Accumulate>{out});
       return status::success;
     });
+  } else if (is_float_codec(codec_id(sa->codec))) {
+    decode_float_threads<Out, Accumulate>(*reinterpret_cast<const float_payload*>(area + parsed_offset), out);
   } else {
     decode_plain_threads<Out, Accumulate>(*reinterpret_cast<const plain_payload*>(area + parsed_offset), out);
   }

@@ -2,6 +2,7 @@
 // alignment, and the device-side status area at the start of the workspace.
 #pragma once
 
+#include "../../core/float_format.hpp"
 #include "../../core/plain_format.hpp"
 #include "../../core/quant_format.hpp"
 #include "../../core/workspace.hpp"
@@ -25,7 +26,8 @@ struct status_area {
 constexpr uint64_t parsed_offset = 16;  // the parsed payload (quant_ or plain_payload) follows
 static_assert(sizeof(status_area) == parsed_offset, "status area layout");
 static_assert(parsed_offset + sizeof(quant_payload) <= workspace_status_bytes &&
-                  parsed_offset + sizeof(plain_payload) <= workspace_status_bytes,
+                  parsed_offset + sizeof(plain_payload) <= workspace_status_bytes &&
+                  parsed_offset + sizeof(float_payload) <= workspace_status_bytes,
               "parsed payload must fit the status area");
 
 PIPECODEC_HD uint8_t* align_workspace(void* ws) {

@@ -132,6 +132,9 @@ inline status encode_f32(const spec& s, const float* in, const shape& shp, void*
     case codec_id::topk:
     case codec_id::randk:
       return encode_topk(s, v, payload, capacity, workspace, workspace_size, seed, stream, written);
+    case codec_id::fp8:
+    case codec_id::mx:
+      return encode_float(s.codec, s.flt, v, payload, capacity, workspace, workspace_size, seed, stream, written);
     default: return status::not_supported;
   }
 }
