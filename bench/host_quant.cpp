@@ -1,4 +1,4 @@
-// Host k-bit quantization throughput for n = 2^24 fp32 elements, group 128.
+// Host k-bit quantization (and fp8 / mx) throughput for n = 2^24 fp32 elements, group 128.
 // Every codec iteration is paired with a memcpy of the same input bytes, timed in the same
 // loop, so `x_memcpy` (codec time / memcpy time; `_cpu`: thread CPU time) survives a noisy,
 // shared machine.
@@ -70,8 +70,18 @@ void timed_against_memcpy(benchmark::State& state, Op&& op) {
   state.counters["memcpy_GBps"] = double(state.iterations()) * double(bytes) / copy_wall / 1e9;
 }
 
-void encode(benchmark::State& state, pc::rounding r) {
-  const pc::spec s = quant_spec(state.range(0), r);
+// fp8 and mx rows: range(0) indexes these specs.
+const char* const float_specs[] = {"fp8:format=e4m3,group=128,scale_dtype=fp16", "fp8:format=e4m3,round=stochastic",
+                                   "mx:format=fp8_e4m3", "mx:format=fp6_e2m3", "mx:format=fp4_e2m1"};
+
+pc::spec float_spec(benchmark::State& state) {
+  pc::spec s;
+  if (!pc::ok(pc::parse_spec(float_specs[state.range(0)], s))) state.SkipWithError("bad spec");
+  state.SetLabel(float_specs[state.range(0)]);
+  return s;
+}
+
+void encode_spec(benchmark::State& state, const pc::spec& s) {
   const pc::shape shp(n);
   std::vector<uint8_t> payload(pc::encoded_bytes(s, shp));
   const pc::const_tensor_view in{input().data(), pc::dtype::f32, shp};
@@ -81,8 +91,7 @@ void encode(benchmark::State& state, pc::rounding r) {
   });
 }
 
-void decode(benchmark::State& state, pc::rounding r) {
-  const pc::spec s = quant_spec(state.range(0), r);
+void decode_spec(benchmark::State& state, const pc::spec& s) {
   const pc::shape shp(n);
   std::vector<uint8_t> payload(pc::encoded_bytes(s, shp));
   std::vector<float> out(n);
@@ -95,9 +104,11 @@ void decode(benchmark::State& state, pc::rounding r) {
   });
 }
 
-void encode_nearest(benchmark::State& st) { encode(st, pc::rounding::nearest); }
-void encode_stochastic(benchmark::State& st) { encode(st, pc::rounding::stochastic); }
-void decode_nearest(benchmark::State& st) { decode(st, pc::rounding::nearest); }
+void encode_nearest(benchmark::State& st) { encode_spec(st, quant_spec(st.range(0), pc::rounding::nearest)); }
+void encode_stochastic(benchmark::State& st) { encode_spec(st, quant_spec(st.range(0), pc::rounding::stochastic)); }
+void decode_nearest(benchmark::State& st) { decode_spec(st, quant_spec(st.range(0), pc::rounding::nearest)); }
+void encode_float(benchmark::State& st) { encode_spec(st, float_spec(st)); }
+void decode_float(benchmark::State& st) { decode_spec(st, float_spec(st)); }
 
 // Sanity row: a second memcpy as the "codec" should read x_memcpy ~ 1.
 void memcpy_input(benchmark::State& state) {
@@ -111,4 +122,6 @@ BENCHMARK(memcpy_input)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(encode_nearest)->ArgName("bits")->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(encode_stochastic)->ArgName("bits")->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(decode_nearest)->ArgName("bits")->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(encode_float)->ArgName("spec")->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(decode_float)->ArgName("spec")->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_MAIN();

@@ -1,4 +1,4 @@
-// The quantizer on real and realistic data: Fashion-MNIST images and synthetic
+// The quantizer, fp8 and mx on real and realistic data: Fashion-MNIST images and synthetic
 // activation-like tensors, encoded with a grid of specs, as a table of size and error.
 //   quant_table [--fashion-mnist DIR] [--images N] [SPEC ...]
 // With SPECs, only those are run; otherwise a grid over bits, group, scaling, rounding and
@@ -36,7 +36,7 @@ std::vector<dataset> synthetic() {
   std::normal_distribution<float> normal(0.0F, 1.0F);
   std::chi_squared_distribution<float> chi2(3.0F);
   std::uniform_real_distribution<float> unit(0.0F, 1.0F);
-  std::vector<float> relu(rows * cols), heavy(rows * cols), grad(rows * cols);
+  std::vector<float> relu(rows * cols), heavy(rows * cols), grad(rows * cols), channels(rows * cols);
   for (float& x : relu) x = std::fmax(normal(rng), 0.0F);                       // ReLU(N(0,1))
   for (float& x : heavy) x = normal(rng) / std::sqrt(chi2(rng) / 3.0F);          // Student t, 3 dof
   for (uint64_t r = 0; r < rows; ++r) {                                          // per-row scales 1e-6..1e-3
@@ -46,9 +46,15 @@ std::vector<dataset> synthetic() {
   // Outliers: a few channels ~50x larger, as seen in LLM activations.
   for (uint64_t r = 0; r < rows; ++r)
     for (uint64_t c : {7u, 300u, 811u}) heavy[r * cols + c] *= 50.0F;
+  // Outlier channels as transformer activations have them: N(0,1) with 8 channels of every
+  // row 20-100x larger (the same channels in every row).
+  for (float& x : channels) x = normal(rng);
+  for (uint64_t k = 0; k < 8; ++k)
+    for (uint64_t r = 0; r < rows; ++r) channels[r * cols + (k * 131 + 17) % cols] *= 20.0F + 80.0F * float(k) / 7.0F;
   const pipecodec::shape shp(rows, cols);
   return {{"relu(gauss)", make_tensor(shp, relu)},
           {"t3+outliers", make_tensor(shp, heavy)},
+          {"gauss+chan20-100x", make_tensor(shp, channels)},
           {"gradients", make_tensor(shp, grad)}};
 }
 
@@ -59,7 +65,10 @@ std::vector<std::string> default_specs() {
                             "quant:bits=4,group=128,scale_dtype=fp32", "quant:bits=4,group=128,scale=absmax,scale_dtype=fp16",
                             "quant:bits=8,group=128,scale=absmax,scale_dtype=fp16",
                             "quant:bits=2,group=128,round=stochastic,scale_dtype=fp16",
-                            "quant:bits=4,group=128,round=stochastic,scale_dtype=fp16"})
+                            "quant:bits=4,group=128,round=stochastic,scale_dtype=fp16",
+                            "fp8:format=e4m3,group=128,scale_dtype=fp16", "fp8:format=e5m2,group=128,scale_dtype=fp16",
+                            "fp8:format=e4m3,group=row", "mx:format=fp8_e4m3", "mx:format=fp8_e5m2",
+                            "mx:format=fp6_e3m2", "mx:format=fp6_e2m3", "mx:format=fp4_e2m1", "mx:format=int8"})
     s.push_back(extra);
   return s;
 }
@@ -117,15 +126,15 @@ int main(int argc, char** argv) {
     std::printf("quant_table: %zu datasets x %zu specs; ratio is against fp32; errors over finite inputs\n",
                 data.size(), specs.size());
     for (const dataset& d : data)
-      std::printf("  %-14s %s fp32 (%llu x %llu)\n", d.name.c_str(), d.name == "fashion-mnist" ? "t10k images in [0,1]," : "synthetic,",
+      std::printf("  %-17s %s fp32 (%llu x %llu)\n", d.name.c_str(), d.name == "fashion-mnist" ? "t10k images in [0,1]," : "synthetic,",
                   static_cast<unsigned long long>(d.t.shp.rows), static_cast<unsigned long long>(d.t.shp.cols));
-    std::printf("\n%-14s | %-58s | %9s | %7s | %11s | %11s | %10s\n", "data", "spec", "bits/elem", "ratio",
+    std::printf("\n%-17s | %-58s | %9s | %7s | %11s | %11s | %10s\n", "data", "spec", "bits/elem", "ratio",
                 "max_abs_err", "rmse", "rel_l2_err");
     std::vector<std::vector<row>> results(data.size());
     for (size_t di = 0; di < data.size(); ++di) {
       for (const std::string& sp : specs) {
         const row r = measure(data[di], sp);
-        std::printf("%-14s | %-58s | %9.3f | %7.2f | %11.4g | %11.4g | %10.4g\n", data[di].name.c_str(), sp.c_str(),
+        std::printf("%-17s | %-58s | %9.3f | %7.2f | %11.4g | %11.4g | %10.4g\n", data[di].name.c_str(), sp.c_str(),
                     r.bits, r.ratio, r.err.max_abs, r.err.rmse, r.err.rel_l2);
         std::fflush(stdout);
         results[di].push_back(r);
@@ -137,10 +146,10 @@ int main(int argc, char** argv) {
       for (double limit : {0.01, 0.1}) {
         const row* r = cheapest(results[di], limit);
         if (r)
-          std::printf("  %-14s rel_l2 <= %-4g %-58s %.3f bits/elem, %.2fx smaller\n", data[di].name.c_str(), limit,
+          std::printf("  %-17s rel_l2 <= %-4g %-58s %.3f bits/elem, %.2fx smaller\n", data[di].name.c_str(), limit,
                       r->spec.c_str(), r->bits, r->ratio);
         else
-          std::printf("  %-14s rel_l2 <= %-4g none of the specs\n", data[di].name.c_str(), limit);
+          std::printf("  %-17s rel_l2 <= %-4g none of the specs\n", data[di].name.c_str(), limit);
       }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("%zu rows in %.1f s\n", data.size() * specs.size(), secs);

@@ -17,6 +17,11 @@ SPECS = [
     "topk:ratio=0.25,scope=row,values=fp16",
     "topk:k=7,scope=row,values=quant",
     "randk:ratio=0.2,unbiased=1",
+    "fp8:format=e4m3",
+    "fp8:format=e5m2,group=row,scale_dtype=fp16,round=stochastic",
+    "mx:format=fp8_e4m3",
+    "mx:format=fp4_e2m1",
+    "mx:format=int8,round=stochastic",
 ]
 
 
@@ -42,6 +47,9 @@ def test_round_trip(spec, shape, rng):
     elif spec.startswith("quant"):
         bits = int(spec.split("bits=")[1].split(",")[0])
         assert err < {8: 0.01, 4: 0.2, 2: 0.6, 1: 1.5}[bits]
+    elif spec.startswith(("fp8", "mx")):  # relative error of the element format (docs/FORMAT.md)
+        fmt = spec.split("format=")[1].split(",")[0]
+        assert err < {"e4m3": 0.05, "e5m2": 0.15, "fp8_e4m3": 0.05, "fp4_e2m1": 0.3, "int8": 0.05}[fmt]
     else:  # sparse: kept entries exact (or near), dropped ones zero
         kept = y != 0
         assert 0 < kept.sum() < x.size

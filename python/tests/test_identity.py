@@ -69,7 +69,8 @@ def test_golden_payloads(golden_dir):
 
 
 CLI_SPECS = ["quant:bits=3,group=64,round=stochastic", "topk:ratio=0.05,scope=row,values=quant",
-             "randk:k=9,scope=row", "plain:dtype=bf16", "topk:ratio=0.3,index=bitmap"]
+             "randk:k=9,scope=row", "plain:dtype=bf16", "topk:ratio=0.3,index=bitmap", "mx:format=fp4_e2m1",
+             "fp8:group=row,round=stochastic"]
 
 
 @pytest.mark.parametrize("spec", CLI_SPECS)

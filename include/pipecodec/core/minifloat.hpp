@@ -13,7 +13,7 @@
 // beyond the largest finite value, and +-Inf, become +-largest; NaN becomes the format's
 // NaN (0x7F) where it has one. Rounding is to nearest, ties to even, or stochastic: up with
 // probability equal to the distance from the lower neighbour in quanta, read from a 32-bit
-// random word (exact for every input within 2^9 quanta of the format's subnormal quantum).
+// random word (exact for every |y| of at least 2^-9 times the format's smallest subnormal).
 #pragma once
 
 #include "config.hpp"
