@@ -279,6 +279,20 @@ SQ = "quant:bits=3,round=stochastic,group=32"
 r1, r2, r3 = (run("eval", "--spec", SQ, "--state", "ef", "--seed", sd, S0, S1, S2) for sd in ("7", "7", "8"))
 check(r1[0] == 0 and r1[1] == r2[1] and r1[1] != r3[1], "eval --state --seed: same seed reproduces, another differs")
 
+# fp8 and mx under every state scheme: the same step lines, states equal on both sides.
+ID3 = ids_file("ids3.npy", [list(range(SR))] * 3)
+for fs in ("fp8:format=e4m3,group=32,round=stochastic", "mx:format=fp4_e2m1"):
+    for scheme in ("ef", "ef21", "ef-sample", "aqsgd"):
+        ids = ["--ids", ID3] if scheme in ("ef-sample", "aqsgd") else []
+        rc, out, err = run("eval", "--spec", fs, "--state", scheme, *ids, S0, S1, S2)
+        check(rc == 0 and err == "" and state_lines(out, 3) is not None and out.endswith("state_equal: yes\n"),
+              "eval --spec %s --state %s: 3 steps, states equal" % (fs, scheme))
+    rc, _, _ = run("encode", "--spec", fs, "--seed", "5", S1, path("f.pc"))
+    info = kv(run("info", path("f.pc"))[1]) if rc == 0 else {}
+    rc2, _, _ = run("encode", "--spec", info.get("spec", "?"), "--seed", info.get("seed", "0"), S1, path("f2.pc"))
+    check(rc == 0 and rc2 == 0 and open(path("f.pc"), "rb").read() == open(path("f2.pc"), "rb").read(),
+          "%s: info's spec and seed re-encode the same bytes" % fs)
+
 # AQ-SGD: step 1 all samples unseen (sent plain fp32: exact), then one other tensor repeated
 # for the same samples: m -> a, so the error shrinks every step.
 ID4 = ids_file("ids4.npy", [list(range(100, 100 + SR))] * 4)
