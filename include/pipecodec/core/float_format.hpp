@@ -12,6 +12,8 @@
 // row (the last block of a row is shorter when cols is not a multiple of 32).
 #pragma once
 
+#include <type_traits>
+
 #include "minifloat.hpp"
 #include "philox.hpp"
 #include "quant_math.hpp"
@@ -240,10 +242,28 @@ PIPECODEC_HD uint32_t encode_value(float x, const float_scale& s, codec_id c, co
 
 // The decoded value: exact (code * scale is exact for both codecs). A NaN block decodes to
 // NaN; a non-finite code to its value.
-PIPECODEC_HD float decode_value(uint32_t code, const float_scale& s, elem_format f) {
+PIPECODEC_HD float scale_element(float v, const float_scale& s) {
   if (s.nan_block) return bit_cast<float>(0x7FC00000u);
-  const float v = decode_element(code, f);
   return is_finite(v) ? mul_rn(v, s.decode_mul) : v;
+}
+
+PIPECODEC_HD float decode_value(uint32_t code, const float_scale& s, elem_format f) {
+  return scale_element(decode_element(code, f), s);
+}
+
+// The one place where the element format becomes a template argument (host loops, so the
+// format's constants fold into the conversion).
+template <class F>
+status dispatch_format(elem_format f, F&& fn) {
+  switch (f) {
+    case elem_format::e4m3: return fn(std::integral_constant<elem_format, elem_format::e4m3>{});
+    case elem_format::e5m2: return fn(std::integral_constant<elem_format, elem_format::e5m2>{});
+    case elem_format::e3m2: return fn(std::integral_constant<elem_format, elem_format::e3m2>{});
+    case elem_format::e2m3: return fn(std::integral_constant<elem_format, elem_format::e2m3>{});
+    case elem_format::e2m1: return fn(std::integral_constant<elem_format, elem_format::e2m1>{});
+    case elem_format::int8: return fn(std::integral_constant<elem_format, elem_format::int8>{});
+  }
+  return status::not_supported;
 }
 
 // decode_accumulate's update: a non-finite decoded value replaces the element, so no

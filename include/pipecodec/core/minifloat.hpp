@@ -30,7 +30,7 @@ struct elem_traits {
   int32_t emax;       // floor(log2(largest finite)): the OCP MX emax_elem
 };
 
-PIPECODEC_HD elem_traits traits_of(elem_format f) {
+PIPECODEC_HD constexpr elem_traits traits_of(elem_format f) {
   switch (f) {
     case elem_format::e4m3: return {8, 4, 3, -6, 0x7E, 8};
     case elem_format::e5m2: return {8, 5, 2, -14, 0x7B, 15};
