@@ -52,6 +52,18 @@ inline const std::vector<gcase>& cases() {
       {"plain_f16_from_f32_extreme", "plain:dtype=fp16", dtype::f32, shape(101), dk::extreme, 21},
       {"plain_bf16_from_f16_77", "plain:dtype=bf16", dtype::f16, shape(77), dk::activations, 22},
       {"plain_f32_from_bf16_5x9", "plain:dtype=fp32", dtype::bf16, shape(5, 9), dk::uniform, 23},
+      // fp8 and mx: both fp8 formats and scale dtypes, every mx element format, short mx
+      // blocks at row ends, partial units, stochastic rounding, non-finite inputs
+      {"fp8_e4m3_g128_s32_near_f32_1000", "fp8:format=e4m3", dtype::f32, shape(1000), dk::activations, 30},
+      {"fp8_e5m2_row_s16_stoch_bf16_5x77", "fp8:format=e5m2,group=row,scale_dtype=fp16,round=stochastic", dtype::bf16,
+       shape(5, 77), dk::activations, 31},
+      {"fp8_e4m3_g32_s16_near_f32_extreme", "fp8:group=32,scale_dtype=fp16", dtype::f32, shape(250), dk::extreme, 32},
+      {"mx_fp8_e4m3_near_f16_3x45", "mx:format=fp8_e4m3", dtype::f16, shape(3, 45), dk::activations, 33},
+      {"mx_fp6_e3m2_near_f32_4x50", "mx:format=fp6_e3m2", dtype::f32, shape(4, 50), dk::uniform, 34},
+      {"mx_fp6_e2m3_stoch_f32_333", "mx:format=fp6_e2m3,round=stochastic", dtype::f32, shape(333), dk::activations, 35},
+      {"mx_fp4_e2m1_near_bf16_7x64", "mx:format=fp4_e2m1", dtype::bf16, shape(7, 64), dk::activations, 36},
+      {"mx_int8_near_f32_extreme", "mx:format=int8", dtype::f32, shape(300), dk::extreme, 37},
+      {"mx_fp8_e5m2_stoch_f32_2x31", "mx:format=fp8_e5m2,round=stochastic", dtype::f32, shape(2, 31), dk::uniform, 38},
   };
   return all;
 }

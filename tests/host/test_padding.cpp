@@ -97,6 +97,21 @@ uint64_t poke_lanes(const std::vector<uint8_t>& good, shape shp, const detail::q
   return tried;
 }
 
+// Sets each bit of the unused codes of an fp8/mx payload's last unit, one at a time.
+uint64_t poke_unused_codes(const std::vector<uint8_t>& good, shape shp, const detail::float_layout& L) {
+  uint64_t tried = 0;
+  for (uint64_t bit = (L.n % 4) * L.width; L.n % 4 != 0 && bit < 4 * L.width; ++bit) {
+    auto bad = good;
+    bad[L.codes_offset + (L.units - 1) * L.unit_bytes() + bit / 8] ^= uint8_t(1u << (bit % 8));
+    if (!expect_corrupt(bad, shp)) {
+      MESSAGE("unused code bit " << bit);
+      return tried;
+    }
+    ++tried;
+  }
+  return tried;
+}
+
 std::vector<uint8_t> with_ids(std::vector<uint8_t> p, uint64_t rows) {
   std::vector<uint64_t> ids(rows);
   for (uint64_t r = 0; r < rows; ++r) ids[r] = 1000 + r;
@@ -110,7 +125,7 @@ std::vector<uint8_t> with_ids(std::vector<uint8_t> p, uint64_t rows) {
 
 }  // namespace
 
-TEST_CASE("quant and plain: non-zero section padding or padded lanes are corrupt_payload") {
+TEST_CASE("quant, plain, fp8 and mx: non-zero section padding or padded lanes are corrupt_payload") {
   uint64_t bytes = 0, lanes = 0;
   for (const auto& c : golden::cases()) {
     CAPTURE_TEXT(c.name);
@@ -128,6 +143,13 @@ TEST_CASE("quant and plain: non-zero section padding or padded lanes are corrupt
         REQUIRE(ok(detail::parse_quant_payload(good.data(), good.size(), qp)));
         for (const span& s : quant_spans(qp.layout, 0)) spans.push_back(s);
         if (!ids) lanes += poke_lanes(good, c.shp, qp.layout, 0);
+      } else if (is_float_codec(h.codec)) {
+        detail::float_payload fp;
+        REQUIRE(ok(detail::parse_float_payload(good.data(), good.size(), fp)));
+        const detail::float_layout& L = fp.layout;
+        spans.push_back({L.scales_offset + L.groups * L.scale_bytes, L.codes_offset});
+        spans.push_back({L.codes_offset + L.units * L.unit_bytes(), L.total});
+        if (!ids) lanes += poke_unused_codes(good, c.shp, L);
       } else {
         detail::plain_payload pl;
         REQUIRE(ok(detail::parse_plain_payload(good.data(), good.size(), pl)));
