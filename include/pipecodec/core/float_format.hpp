@@ -222,15 +222,9 @@ PIPECODEC_HD void store_float_scale(uint8_t* payload, const float_layout& L, uin
 
 // ---- elements ----
 
-// The random word of element i for stochastic rounding (quant's stream: one Philox block per
-// unit of 4 codes).
-PIPECODEC_HD uint32_t rounding_word(uint64_t seed, uint64_t i) {
-  return random_block(seed, stream_rounding, i >> 2).v[i & 3u];
-}
-
-// The code of value x in a group of scale s; rnd: rounding_word() of the element, used by
-// stochastic rounding only.
-PIPECODEC_HD uint32_t encode_value(float x, const float_scale& s, codec_id c, const float_params& f, uint32_t rnd) {
+// The code of value x in a group of scale s; rnd: the element's rounding word (word i mod 4 of
+// Philox block i / 4 of the rounding stream, as quant draws them), for stochastic rounding.
+PIPECODEC_FOLD uint32_t encode_value(float x, const float_scale& s, codec_id c, const float_params& f, uint32_t rnd) {
   if (s.nan_block) return 0;
   float y = x;
   if (is_finite(x)) {

@@ -21,6 +21,15 @@
 
 namespace pipecodec::detail {
 
+// Host compilers are left to decide on inlining (PIPECODEC_HD is plain `inline` there) and keep
+// these as calls; forced inline into loops whose element format is a template argument, the
+// format's constants fold and the conversion is a handful of integer operations.
+#if defined(__CUDACC__) || !defined(__GNUC__)
+#define PIPECODEC_FOLD PIPECODEC_HD
+#else
+#define PIPECODEC_FOLD __attribute__((always_inline)) inline
+#endif
+
 struct elem_traits {
   uint32_t width;     // bits per code on the wire
   uint32_t ebits;     // exponent bits (0: int8)
@@ -30,7 +39,7 @@ struct elem_traits {
   int32_t emax;       // floor(log2(largest finite)): the OCP MX emax_elem
 };
 
-PIPECODEC_HD constexpr elem_traits traits_of(elem_format f) {
+PIPECODEC_FOLD constexpr elem_traits traits_of(elem_format f) {
   switch (f) {
     case elem_format::e4m3: return {8, 4, 3, -6, 0x7E, 8};
     case elem_format::e5m2: return {8, 5, 2, -14, 0x7B, 15};
@@ -50,13 +59,37 @@ PIPECODEC_HD float pow2f(int32_t k) {
   return bit_cast<float>(uint32_t(1) << uint32_t(k + 149));
 }
 
-// The code of y. `rnd` is used by stochastic rounding only.
-PIPECODEC_HD uint32_t encode_element(float y, elem_format f, rounding r, uint32_t rnd) {
+// Nearest-even code of y, branch-free (host loops vectorize it). Below the format's smallest
+// normal (int8: everywhere) an IEEE addition rounds: `magic` has an ulp of one subnormal
+// quantum, so the bits of |y| + magic past magic's count quanta, ties to even. Above it the
+// fp32 mantissa is rounded in place (add half an ulp of the target, less one unless the kept
+// bit is odd) and the exponent rebiased; a carry runs into the exponent field, as it should.
+PIPECODEC_FOLD uint32_t encode_nearest(float y, elem_format f) {
   const elem_traits t = traits_of(f);
   const uint32_t bits = bit_cast<uint32_t>(y);
   const uint32_t sign = bits >> 31;
   const uint32_t a = bits & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return has_nan(f) ? 0x7Fu : 0u;  // callers keep NaN away from the others
+  const uint32_t shift = 23 - t.mbits;
+  const float magic = pow2f(t.emin - int32_t(t.mbits) + 23);
+  const uint32_t sub = bit_cast<uint32_t>(add_rn(bit_cast<float>(a), magic)) - bit_cast<uint32_t>(magic);
+  const uint32_t rounded = a + ((1u << (shift - 1)) - 1u) + ((a >> shift) & 1u);
+  const uint32_t normal = (rounded - (uint32_t(126 + t.emin) << 23)) >> shift;
+  const uint32_t min_normal = uint32_t(127 + t.emin) << 23;
+  const uint32_t big = 0x48000000u;  // 2^17: beyond every format's range, and where int8's `sub` stops being exact
+  uint32_t mag = (t.ebits == 0 || a < min_normal) ? sub : normal;
+  mag = a >= big || mag > t.max_mag ? t.max_mag : mag;  // saturate, +-Inf included
+  const uint32_t code = t.ebits == 0 ? (sign ? (0x100u - mag) & 0xFFu : mag) : mag | (sign << (t.width - 1));
+  return a > 0x7F800000u ? (has_nan(f) ? 0x7Fu : 0u) : code;  // callers keep NaN away from the others
+}
+
+// Stochastic code of y: up with probability equal to the distance from the lower neighbour in
+// quanta, from the random word `rnd`.
+PIPECODEC_HD uint32_t encode_stochastic(float y, elem_format f, uint32_t rnd) {
+  const elem_traits t = traits_of(f);
+  const uint32_t bits = bit_cast<uint32_t>(y);
+  const uint32_t sign = bits >> 31;
+  const uint32_t a = bits & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return has_nan(f) ? 0x7Fu : 0u;
   uint32_t mag;
   const int32_t e = a >= 0x00800000u ? int32_t(a >> 23) - 127 : -126;  // y = m * 2^(e - 23)
   if (a == 0) {
@@ -71,15 +104,8 @@ PIPECODEC_HD uint32_t encode_element(float y, elem_format f, rounding r, uint32_
     if (shift < 56) {
       q = m >> shift;
       const uint64_t rest = m & ((uint64_t(1) << shift) - 1u);
-      bool up;
-      if (r == rounding::nearest) {
-        const uint64_t half = uint64_t(1) << (shift - 1);
-        up = rest > half || (rest == half && (q & 1u));
-      } else {
-        const uint64_t frac32 = shift <= 32 ? rest << (32 - shift) : rest >> (shift - 32);
-        up = frac32 > uint64_t(rnd);
-      }
-      q += up;
+      const uint64_t frac32 = shift <= 32 ? rest << (32 - shift) : rest >> (shift - 32);
+      q += frac32 > uint64_t(rnd);
     }
     // Normal and subnormal alike: the biased exponent field absorbs a mantissa carry.
     const uint64_t full = t.ebits == 0 ? q : (uint64_t(et - t.emin) << t.mbits) + q;
@@ -87,6 +113,11 @@ PIPECODEC_HD uint32_t encode_element(float y, elem_format f, rounding r, uint32_
   }
   if (t.ebits == 0) return sign ? (0x100u - mag) & 0xFFu : mag;
   return mag | (sign << (t.width - 1));
+}
+
+// The code of y. `rnd` is used by stochastic rounding only.
+PIPECODEC_FOLD uint32_t encode_element(float y, elem_format f, rounding r, uint32_t rnd) {
+  return r == rounding::nearest ? encode_nearest(y, f) : encode_stochastic(y, f, rnd);
 }
 
 // The value of a code: exact (at most 5 significant bits times a power of two). NaN codes

@@ -10,11 +10,12 @@ namespace pipecodec::host::detail {
 
 using namespace pipecodec::detail;
 
-template <dtype In, elem_format F>
+template <dtype In, elem_format F, rounding R>
 inline void encode_float_groups(codec_id c, const float_params& spec, const float_layout& L, const void* x,
                                 uint64_t seed, uint8_t* p) {
   float_params f = spec;
-  f.format = F;  // a constant from here on
+  f.format = F;  // constants from here on: the conversion's branches fold away
+  f.round = R;
   constexpr uint32_t width = traits_of(F).width;
   uint8_t* codes = p + L.codes_offset;
   for (uint64_t g = 0; g < L.groups; ++g) {
@@ -26,13 +27,31 @@ inline void encode_float_groups(codec_id c, const float_params& spec, const floa
     }
     const float_scale s = group_scale(w, c, f);
     store_float_scale(p, L, g, s);
-    // Groups need not start on a unit of 4 codes (mx rows of any length): codes are OR-ed
-    // into the zeroed section.
-    for (uint64_t i = begin; i < end; ++i) {
-      const uint32_t rnd = f.round == rounding::stochastic ? rounding_word(seed, i) : 0u;
-      const uint32_t code = encode_value(load<In>(x, i), s, c, f, rnd);
-      if constexpr (width == 8) codes[i] = uint8_t(code);
-      else or_code(codes, i, width, code);
+    // Codes of 64 elements at a time into a buffer (a loop compilers vectorize), then packed:
+    // whole units of 4 codes are stored, codes of a unit the group shares with its neighbour
+    // (mx rows of any length) are OR-ed into the zeroed section.
+    for (uint64_t i0 = begin; i0 < end; i0 += 64) {
+      const uint32_t cnt = uint32_t(end - i0 < 64 ? end - i0 : 64);
+      uint8_t code[64];
+      uint32_t rnd[68] = {};  // rounding words of elements i0 & ~3 ..: one Philox block per 4
+      if constexpr (R == rounding::stochastic)
+        for (uint64_t b = i0 >> 2; b <= (i0 + cnt - 1) >> 2; ++b) {
+          const philox_out r = random_block(seed, stream_rounding, b);
+          for (uint32_t k = 0; k < 4; ++k) rnd[4 * (b - (i0 >> 2)) + k] = r.v[k];
+        }
+      for (uint32_t j = 0; j < cnt; ++j)
+        code[j] = uint8_t(encode_value(load<In>(x, i0 + j), s, c, f, rnd[(i0 & 3u) + j]));
+      uint32_t j = 0;
+      if constexpr (width == 8) {
+        memcpy(codes + i0, code, cnt);
+        j = cnt;
+      } else if ((i0 & 3u) == 0) {
+        for (; j + 4 <= cnt; j += 4) {
+          const uint32_t unit[4] = {code[j], code[j + 1], code[j + 2], code[j + 3]};
+          put_unit(codes, (i0 + j) >> 2, unit, width);
+        }
+      }
+      for (; j < cnt; ++j) or_code(codes, i0 + j, width, code[j]);
     }
   }
 }
@@ -49,7 +68,10 @@ inline status encode_float(codec_id c, const float_params& f, const_tensor_view 
   memset(p + L.scales_offset, 0, L.total - L.scales_offset);
   const status st = dispatch_dtype(in.type, [&](auto tc) {
     return dispatch_format(f.format, [&](auto fc) {
-      encode_float_groups<decltype(tc)::value, decltype(fc)::value>(c, f, L, in.data, seed, p);
+      constexpr dtype T = decltype(tc)::value;
+      constexpr elem_format F = decltype(fc)::value;
+      if (f.round == rounding::nearest) encode_float_groups<T, F, rounding::nearest>(c, f, L, in.data, seed, p);
+      else encode_float_groups<T, F, rounding::stochastic>(c, f, L, in.data, seed, p);
       return status::success;
     });
   });
