@@ -1,5 +1,6 @@
-// Element formats of the fp8 and mx codecs, converted with integer operations only, so both
-// backends produce the same code for the same input whatever the compiler does with floats.
+// Element formats of the fp8 and mx codecs, converted with integer operations on the bits (and,
+// below a format's smallest normal, one correctly rounded addition), so both backends produce
+// the same code for the same input whatever the compiler does with float expressions.
 //
 //   format   bits  exponent/mantissa  bias  largest finite  special codes
 //   e4m3     8     4 / 3              7     448             S.1111.111 NaN, no Inf ("fn")
