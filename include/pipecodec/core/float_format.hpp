@@ -16,6 +16,7 @@
 
 #include "minifloat.hpp"
 #include "philox.hpp"
+#include "quant_layout.hpp"
 #include "quant_math.hpp"
 #include "sample_ids.hpp"
 
@@ -51,13 +52,7 @@ struct float_layout {
 };
 
 PIPECODEC_HD uint64_t float_group_len(codec_id c, const float_params& f, const shape& s) {
-  if (c == codec_id::mx) return mx_block;
-  switch (f.group) {
-    case group_kind::elements: return f.group_size;
-    case group_kind::row: return s.cols;
-    case group_kind::tensor: return s.rows * s.cols;
-  }
-  return 0;
+  return c == codec_id::mx ? mx_block : group_len_of(f.group, f.group_size, s);
 }
 
 // False when the parameters are invalid or the shape too large.

@@ -33,13 +33,18 @@ struct quant_layout {
   PIPECODEC_HD uint64_t group_chunk(uint64_t g) const { return g * chunks_per_group; }
 };
 
-PIPECODEC_HD uint64_t effective_group_len(const quant_params& q, const shape& s) {
-  switch (q.group) {
-    case group_kind::elements: return q.group_size;
+// Elements per group of a grouping (quant's, and fp8's, which groups as quant does).
+PIPECODEC_HD uint64_t group_len_of(group_kind g, uint32_t size, const shape& s) {
+  switch (g) {
+    case group_kind::elements: return size;
     case group_kind::row: return s.cols;
     case group_kind::tensor: return s.rows * s.cols;
   }
   return 0;
+}
+
+PIPECODEC_HD uint64_t effective_group_len(const quant_params& q, const shape& s) {
+  return group_len_of(q.group, q.group_size, s);
 }
 
 // False when the parameters are invalid or the shape is too large.

@@ -78,24 +78,27 @@ struct spec {
   float_params flt{};  // fp8 and mx
 };
 
+// Groups and scales as quant and fp8 share them: a known kind, fixed sizes a multiple of 32,
+// scales stored as f32 or f16.
+PIPECODEC_HD constexpr bool valid_grouping(group_kind g, uint32_t size, dtype scale_dtype) {
+  if (g != group_kind::elements && g != group_kind::row && g != group_kind::tensor) return false;
+  if (g == group_kind::elements && (size < 32 || size % 32 != 0)) return false;
+  return scale_dtype == dtype::f32 || scale_dtype == dtype::f16;
+}
+
+PIPECODEC_HD constexpr bool valid_rounding(rounding r) { return r == rounding::nearest || r == rounding::stochastic; }
+
 PIPECODEC_HD constexpr bool valid_quant_params(const quant_params& q) {
   if (q.bits < 1 || q.bits > 8) return false;
-  if (q.group != group_kind::elements && q.group != group_kind::row && q.group != group_kind::tensor)
-    return false;
-  if (q.group == group_kind::elements && (q.group_size < 32 || q.group_size % 32 != 0)) return false;
   if (q.scale != scale_mode::minmax && q.scale != scale_mode::absmax) return false;
-  if (q.round != rounding::nearest && q.round != rounding::stochastic) return false;
-  return q.scale_dtype == dtype::f32 || q.scale_dtype == dtype::f16;
+  return valid_rounding(q.round) && valid_grouping(q.group, q.group_size, q.scale_dtype);
 }
 
 PIPECODEC_HD constexpr bool valid_float_params(codec_id c, const float_params& f) {
-  if (f.round != rounding::nearest && f.round != rounding::stochastic) return false;
+  if (!valid_rounding(f.round)) return false;
   if (c == codec_id::mx) return uint8_t(f.format) >= 1 && uint8_t(f.format) <= 6;
   if (c != codec_id::fp8 || (f.format != elem_format::e4m3 && f.format != elem_format::e5m2)) return false;
-  if (f.group != group_kind::elements && f.group != group_kind::row && f.group != group_kind::tensor)
-    return false;
-  if (f.group == group_kind::elements && (f.group_size < 32 || f.group_size % 32 != 0)) return false;
-  return f.scale_dtype == dtype::f32 || f.scale_dtype == dtype::f16;
+  return valid_grouping(f.group, f.group_size, f.scale_dtype);
 }
 
 }  // namespace pipecodec

@@ -56,33 +56,50 @@ inline bool parse_dtype(std::string_view v, dtype& out) {
   return true;
 }
 
+// The group, round and scale_dtype keys quant and fp8 share; each returns 1 if it applied,
+// 0 if the key is not its own, -1 on a bad value.
+inline int apply_group_key(std::string_view k, std::string_view v, group_kind& g, uint32_t& size) {
+  if (k != "group") return 0;
+  uint64_t n = 0;
+  if (v == "row") g = group_kind::row;
+  else if (v == "tensor") g = group_kind::tensor;
+  else if (parse_u64(v, n) && n >= 32 && n % 32 == 0 && n <= 0x7FFFFFE0u) {
+    g = group_kind::elements;
+    size = uint32_t(n);
+  } else return -1;
+  return 1;
+}
+
+inline int apply_round_key(std::string_view k, std::string_view v, rounding& r) {
+  if (k != "round") return 0;
+  if (v == "nearest") r = rounding::nearest;
+  else if (v == "stochastic") r = rounding::stochastic;
+  else return -1;
+  return 1;
+}
+
+inline int apply_scale_dtype_key(std::string_view k, std::string_view v, dtype& d) {
+  if (k != "scale_dtype") return 0;
+  dtype t;
+  if (!parse_dtype(v, t) || t == dtype::bf16) return -1;
+  d = t;
+  return 1;
+}
+
 // One quant key; returns 1 if it applied, 0 if the key is not a quant key, -1 on a bad value.
 inline int apply_quant_key(std::string_view k, std::string_view v, quant_params& q) {
   uint64_t n = 0;
   if (k == "bits") {
     if (!parse_u64(v, n) || n < 1 || n > 8) return -1;
     q.bits = uint8_t(n);
-  } else if (k == "group") {
-    if (v == "row") q.group = group_kind::row;
-    else if (v == "tensor") q.group = group_kind::tensor;
-    else if (parse_u64(v, n) && n >= 32 && n % 32 == 0 && n <= 0x7FFFFFE0u) {
-      q.group = group_kind::elements;
-      q.group_size = uint32_t(n);
-    } else return -1;
   } else if (k == "scale") {
     if (v == "minmax") q.scale = scale_mode::minmax;
     else if (v == "absmax") q.scale = scale_mode::absmax;
     else return -1;
-  } else if (k == "round") {
-    if (v == "nearest") q.round = rounding::nearest;
-    else if (v == "stochastic") q.round = rounding::stochastic;
-    else return -1;
-  } else if (k == "scale_dtype") {
-    dtype t;
-    if (!parse_dtype(v, t) || t == dtype::bf16) return -1;
-    q.scale_dtype = t;
   } else {
-    return 0;
+    if (const int r = apply_group_key(k, v, q.group, q.group_size); r != 0) return r;
+    if (const int r = apply_round_key(k, v, q.round); r != 0) return r;
+    return apply_scale_dtype_key(k, v, q.scale_dtype);
   }
   return 1;
 }
@@ -152,23 +169,9 @@ inline int apply_float_key(std::string_view k, std::string_view v, float_params&
     }
     return 1;
   }
-  if (k == "round") {
-    if (v == "nearest") f.round = rounding::nearest;
-    else if (v == "stochastic") f.round = rounding::stochastic;
-    else return -1;
-    return 1;
-  }
-  if (mx || (k != "group" && k != "scale_dtype")) return 0;
-  // fp8's group and scale dtype read as quant's do.
-  quant_params q;
-  q.group = f.group;
-  q.group_size = f.group_size;
-  q.scale_dtype = f.scale_dtype;
-  const int r = apply_quant_key(k, v, q);
-  f.group = q.group;
-  f.group_size = q.group_size;
-  f.scale_dtype = q.scale_dtype;
-  return r;
+  if (const int r = apply_round_key(k, v, f.round); r != 0 || mx) return r;
+  if (const int r = apply_group_key(k, v, f.group, f.group_size); r != 0) return r;
+  return apply_scale_dtype_key(k, v, f.scale_dtype);
 }
 
 inline status spec_error(std::string* error, std::string msg) {
@@ -243,10 +246,12 @@ inline std::string group_text(group_kind kind, uint32_t size) {
   return kind == group_kind::row ? "row" : kind == group_kind::tensor ? "tensor" : std::to_string(size);
 }
 
+inline const char* rounding_text(rounding r) { return r == rounding::nearest ? "nearest" : "stochastic"; }
+
 inline std::string quant_keys(const quant_params& q) {
   return "bits=" + std::to_string(q.bits) + ",group=" + group_text(q.group, q.group_size) +
          ",scale=" + (q.scale == scale_mode::minmax ? "minmax" : "absmax") +
-         ",round=" + (q.round == rounding::nearest ? "nearest" : "stochastic") +
+         ",round=" + rounding_text(q.round) +
          ",scale_dtype=" + to_string(q.scale_dtype);
 }
 }  // namespace detail
@@ -278,11 +283,11 @@ inline std::string to_string(const spec& s) {
       const float_params& f = s.flt;
       return std::string("fp8:format=") + (f.format == elem_format::e5m2 ? "e5m2" : "e4m3") +
              ",group=" + detail::group_text(f.group, f.group_size) + ",scale_dtype=" + to_string(f.scale_dtype) +
-             ",round=" + (f.round == rounding::nearest ? "nearest" : "stochastic");
+             ",round=" + detail::rounding_text(f.round);
     }
     case codec_id::mx:
       return std::string("mx:format=") + detail::mx_format_name(s.flt.format) +
-             ",round=" + (s.flt.round == rounding::nearest ? "nearest" : "stochastic");
+             ",round=" + detail::rounding_text(s.flt.round);
   }
   return "unknown";
 }
