@@ -24,9 +24,10 @@ using namespace pipecodec;
 inline status host_encode(const spec& s, const std::vector<uint8_t>& in, dtype t, shape shp, uint64_t seed,
                           std::vector<uint8_t>& payload) {
   payload.assign(encoded_bytes(s, shp), 0xEE);
+  std::vector<uint8_t> ws(workspace_bytes(s, shp));
   size_t written = 0;
-  const status st = host::encode(s, const_tensor_view{in.data(), t, shp}, payload.data(), payload.size(), nullptr,
-                                 0, seed, &written);
+  const status st = host::encode(s, const_tensor_view{in.data(), t, shp}, payload.data(), payload.size(), ws.data(),
+                                 ws.size(), seed, &written);
   if (ok(st)) REQUIRE(written == payload.size());
   return st;
 }

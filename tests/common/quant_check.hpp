@@ -32,9 +32,10 @@ inline std::vector<uint8_t> encode(const spec& s, const std::vector<uint8_t>& in
                                    uint64_t seed = 0) {
   std::vector<uint8_t> payload(encoded_bytes(s, shp));
   REQUIRE(payload.size() > 0);
+  std::vector<uint8_t> ws(workspace_bytes(s, shp));
   size_t written = 0;
-  const status st =
-      host::encode(s, const_tensor_view{in.data(), t, shp}, payload.data(), payload.size(), nullptr, 0, seed, &written);
+  const status st = host::encode(s, const_tensor_view{in.data(), t, shp}, payload.data(), payload.size(), ws.data(),
+                                 ws.size(), seed, &written);
   REQUIRE_MESSAGE(ok(st), st);
   REQUIRE(written == payload.size());
   return payload;

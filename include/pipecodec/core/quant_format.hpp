@@ -1,6 +1,7 @@
 // The 24 codec-parameter bytes of a quantization header, and its full validation.
-//   0 bits | 1 scale mode | 2 rounding | 3 scale dtype | 4 group kind | 5..7 zero
-//   8..15 effective group length (u64) | 16..23 seed used for stochastic rounding (u64)
+//   0 bits | 1 scale mode | 2 rounding | 3 scale dtype | 4 group kind
+//   5 rotation (0 none, 1 hadamard) | 6 log2 of the rotation block (0 without) | 7 zero
+//   8..15 effective group length (u64) | 16..23 seed of stochastic rounding and rotation signs (u64)
 #pragma once
 
 #include "quant_layout.hpp"
@@ -9,27 +10,33 @@
 
 namespace pipecodec::detail {
 
+// `seed`: the encode call's; recorded when stochastic rounding or the rotation signs use it.
 PIPECODEC_HD void write_quant_params(uint8_t* p, const quant_params& q, uint64_t group_len,
                                      uint64_t seed) {
+  const bool seeded = q.round == rounding::stochastic || q.rotate != rotation::none;
   p[0] = q.bits;
   p[1] = uint8_t(q.scale);
   p[2] = uint8_t(q.round);
   p[3] = uint8_t(q.scale_dtype);
   p[4] = uint8_t(q.group);
-  p[5] = p[6] = p[7] = 0;
+  p[5] = uint8_t(q.rotate);
+  p[6] = q.rotate_log2;
+  p[7] = 0;
   put_u64(p + 8, group_len);
-  put_u64(p + 16, seed);
+  put_u64(p + 16, seeded ? seed : 0);
 }
 
 // Reads the parameters back and checks them against the shape; returns invalid_header
 // for anything an encoder could not have written.
 PIPECODEC_HD status read_quant_params(const uint8_t* p, const shape& s, quant_params& q) {
-  if (p[5] != 0 || p[6] != 0 || p[7] != 0) return status::invalid_header;
+  if (p[7] != 0) return status::invalid_header;
   q.bits = p[0];
   q.scale = scale_mode(p[1]);
   q.round = rounding(p[2]);
   q.scale_dtype = dtype(p[3]);
   q.group = group_kind(p[4]);
+  q.rotate = rotation(p[5]);
+  q.rotate_log2 = p[6];
   const uint64_t group_len = get_u64(p + 8);
   q.group_size = q.group == group_kind::elements && group_len <= 0xFFFFFFFFu ? uint32_t(group_len) : 128u;
   if (!valid_quant_params(q)) return status::invalid_header;
@@ -42,6 +49,7 @@ struct quant_payload {
   quant_params q;
   quant_layout layout;
   const uint8_t* bytes;
+  uint64_t seed = 0;  // of the rotation signs
 };
 
 PIPECODEC_HD status parse_quant_payload(const void* payload, uint64_t len, quant_payload& out) {
@@ -55,6 +63,7 @@ PIPECODEC_HD status parse_quant_payload(const void* payload, uint64_t len, quant
   if (!make_quant_layout(out.q, out.hdr.shp, out.layout)) return status::invalid_header;
   if (out.hdr.total_bytes != out.layout.total + ids_section_bytes(out.hdr)) return status::size_mismatch;
   out.bytes = p;
+  out.seed = get_u64(out.hdr.params + 16);
   return status::success;
 }
 

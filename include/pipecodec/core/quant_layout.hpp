@@ -21,6 +21,7 @@ struct quant_layout {
   uint32_t bits = 0;
   uint32_t scale_bytes = 0;       // bytes of one stored scale or offset (4 or 2)
   bool has_offset = false;        // minmax stores an offset per group
+  uint32_t rotate_log2 = 0;       // rotation block (0: none), core/hadamard.hpp
   uint64_t params_offset = 0;     // byte offset of the scales section
   uint64_t codes_offset = 0;      // byte offset of the bit-plane section
   uint64_t total = 0;             // whole payload, header included
@@ -56,6 +57,7 @@ PIPECODEC_HD bool make_quant_layout(const quant_params& q, const shape& s, quant
   L.bits = q.bits;
   L.scale_bytes = q.scale_dtype == dtype::f32 ? 4u : 2u;
   L.has_offset = q.scale == scale_mode::minmax;
+  L.rotate_log2 = q.rotate_log2;
   L.group_len = effective_group_len(q, s);
   if (n > 0 && L.group_len > 0) {
     L.groups = ceil_div(n, L.group_len);

@@ -24,6 +24,7 @@ inline const char* to_string(codec_id c) {
 enum class scale_mode : uint8_t { minmax = 1, absmax = 2 };
 enum class rounding : uint8_t { nearest = 1, stochastic = 2 };
 enum class group_kind : uint8_t { elements = 1, row = 2, tensor = 3 };
+enum class rotation : uint8_t { none = 0, hadamard = 1 };
 
 struct quant_params {
   uint8_t bits = 8;                        // 1..8
@@ -32,6 +33,8 @@ struct quant_params {
   scale_mode scale = scale_mode::minmax;
   rounding round = rounding::nearest;
   dtype scale_dtype = dtype::f32;          // f32 or f16
+  rotation rotate = rotation::none;        // hadamard: rotate blocks of each row first (core/hadamard.hpp)
+  uint8_t rotate_log2 = 0;                 // hadamard: log2 of the block, 5..12; none: 0
 };
 
 enum class topk_scope : uint8_t { tensor = 1, row = 2 };
@@ -88,8 +91,13 @@ PIPECODEC_HD constexpr bool valid_grouping(group_kind g, uint32_t size, dtype sc
 
 PIPECODEC_HD constexpr bool valid_rounding(rounding r) { return r == rounding::nearest || r == rounding::stochastic; }
 
+PIPECODEC_HD constexpr bool valid_rotation(rotation r, uint8_t log2) {
+  if (r == rotation::none) return log2 == 0;
+  return r == rotation::hadamard && log2 >= 5 && log2 <= 12;
+}
+
 PIPECODEC_HD constexpr bool valid_quant_params(const quant_params& q) {
-  if (q.bits < 1 || q.bits > 8) return false;
+  if (q.bits < 1 || q.bits > 8 || !valid_rotation(q.rotate, q.rotate_log2)) return false;
   if (q.scale != scale_mode::minmax && q.scale != scale_mode::absmax) return false;
   return valid_rounding(q.round) && valid_grouping(q.group, q.group_size, q.scale_dtype);
 }

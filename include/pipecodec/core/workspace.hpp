@@ -2,6 +2,7 @@
 // The CUDA backend aligns the caller's pointer up to 16 bytes, then uses
 //   [status area: device-side status word, codec, parsed header]
 //   [quantization, large groups only: partial statistics per tile | parameters per group]
+//   [quantization with rotation: the rotated tensor in fp32 (the host backend uses this too)]
 // Groups of more than quant_resident_chunks chunks are encoded in three passes: statistics
 // of tiles of quant_tile_chunks chunks, one reduction per group, then quantization.
 #pragma once
@@ -23,6 +24,7 @@ struct quant_workspace {
   uint64_t tiles = 0;
   uint64_t partials_offset = 0;   // group_stats per tile
   uint64_t params_offset = 0;     // group_params per group
+  uint64_t rotated_offset = 0;    // rotation: n fp32 values
   uint64_t used = 0;              // bytes used after the pointer is aligned
 };
 
@@ -35,7 +37,9 @@ PIPECODEC_HD quant_workspace make_quant_workspace(const quant_layout& L) {
   }
   w.partials_offset = workspace_status_bytes;
   w.params_offset = w.partials_offset + align16(w.tiles * sizeof(group_stats));
-  w.used = w.params_offset + (w.tiled ? L.groups * sizeof(group_params) : 0);
+  const uint64_t params_end = w.params_offset + (w.tiled ? L.groups * sizeof(group_params) : 0);
+  w.rotated_offset = align16(params_end);
+  w.used = L.rotate_log2 != 0 ? w.rotated_offset + L.n * 4 : params_end;
   return w;
 }
 

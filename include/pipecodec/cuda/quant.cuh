@@ -5,11 +5,12 @@
 #include "../core/dispatch.hpp"
 #include "../host/overlap.hpp"
 #include "detail/quant_encode.cuh"
+#include "detail/rotation_kernels.cuh"
 
 namespace pipecodec::cuda {
 
 // The header of a quantization payload for `in`, as the host backend writes it (to pass to
-// write_quant_header from a kernel). Only stochastic rounding records its seed.
+// write_quant_header from a kernel). The seed is recorded when rounding or rotation use it.
 inline header quant_header(const quant_params& q, const_tensor_view in, const detail::quant_layout& L,
                            uint64_t seed) {
   header h;
@@ -17,7 +18,7 @@ inline header quant_header(const quant_params& q, const_tensor_view in, const de
   h.type = in.type;
   h.shp = in.shp;
   h.total_bytes = L.total;
-  pipecodec::detail::write_quant_params(h.params, q, L.group_len, q.round == rounding::stochastic ? seed : 0);
+  pipecodec::detail::write_quant_params(h.params, q, L.group_len, seed);
   return h;
 }
 
@@ -70,10 +71,33 @@ inline status launch_quant(Src src, Sink sink, const quant_params& q, const quan
   uint8_t* ws = align_workspace(workspace);
   return dispatch_bits(q.bits, [&](auto bc) {
     constexpr uint32_t B = decltype(bc)::value;
-    if (q.round == rounding::nearest)
-      launch_quant_encode<B, rounding::nearest>(src, sink, q, P.L, P.W, h, seed, p, ws, P.cap, stream);
-    else
-      launch_quant_encode<B, rounding::stochastic>(src, sink, q, P.L, P.W, h, seed, p, ws, P.cap, stream);
+    const auto encode = [&](auto from, auto to) {
+      if (q.round == rounding::nearest)
+        launch_quant_encode<B, rounding::nearest>(from, to, q, P.L, P.W, h, seed, p, ws, P.cap, stream);
+      else
+        launch_quant_encode<B, rounding::stochastic>(from, to, q, P.L, P.W, h, seed, p, ws, P.cap, stream);
+    };
+    if (q.rotate == rotation::none || P.L.n == 0) {
+      encode(src, sink);
+      return last_launch_status();
+    }
+    // Rotate into the workspace, quantize that, then (stateful schemes) hand the decoded
+    // values, rotated back, to the sink.
+    const rotation_layout R = make_rotation_layout(q.rotate_log2, shp);
+    const uint32_t grid = grid_for(R.blocks() + ceil_div(R.rows * R.tail, block_threads), 1, P.cap);
+    const size_t smem = size_t(4) << R.log2;
+    float* y = reinterpret_cast<float*>(ws + P.W.rotated_offset);
+    launch<rotate_kernel<Src>>(grid, block_threads, smem, stream, src, R, seed, y);
+    encode(tensor_source<dtype::f32>{y}, no_sink{});
+    if constexpr (!std::is_same_v<Sink, no_sink>) {
+      quant_payload qp;
+      qp.hdr = h;
+      qp.q = q;
+      qp.layout = P.L;
+      qp.bytes = p;
+      qp.seed = seed;
+      launch<rotated_sink_kernel<B, Src, Sink>>(grid, block_threads, smem, stream, qp, src, sink);
+    }
     return last_launch_status();
   });
 }

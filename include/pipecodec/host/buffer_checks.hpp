@@ -5,6 +5,7 @@
 #include "../core/format.hpp"
 #include "../core/shape.hpp"
 #include "../core/status.hpp"
+#include "../core/workspace.hpp"
 #include "overlap.hpp"
 
 namespace pipecodec::host::detail {
@@ -39,6 +40,13 @@ inline void write_payload_header(uint8_t* p, codec_id codec, const_tensor_view i
   h.total_bytes = total;
   params(h.params);
   write_header(p, h);
+}
+
+// A workspace pointer aligned up as the CUDA backend aligns it (core/workspace.hpp).
+inline uint8_t* align16_ptr(void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  return static_cast<uint8_t*>(p) + ((pipecodec::detail::workspace_align - a % pipecodec::detail::workspace_align) %
+                                     pipecodec::detail::workspace_align);
 }
 
 }  // namespace pipecodec::host::detail

@@ -15,11 +15,12 @@ namespace pipecodec::host {
 inline status encode(const spec& s, const_tensor_view in, void* payload, size_t capacity,
                      void* workspace = nullptr, size_t workspace_size = 0, uint64_t seed = 0,
                      size_t* written = nullptr) {
-  // Host quantization, plain, fp8 and mx need no workspace (workspace_bytes() is sized for the CUDA
-  // backend); TopK/RandK check theirs.
+  // Host plain, fp8, mx and quantization without rotation need no workspace (workspace_bytes()
+  // is sized for the CUDA backend); rotation, TopK and RandK check theirs.
   if (!valid_dtype(uint8_t(in.type))) return status::invalid_argument;
   switch (s.codec) {
-    case codec_id::quant: return detail::encode_quant(s.quant, in, payload, capacity, seed, written);
+    case codec_id::quant:
+      return detail::encode_quant(s.quant, in, payload, capacity, workspace, workspace_size, seed, written);
     case codec_id::plain: return detail::encode_plain(s.plain, in, payload, capacity, written);
     case codec_id::topk:
     case codec_id::randk:

@@ -8,6 +8,7 @@
 #include "../core/quant_math.hpp"
 #include "chunk_simd.hpp"
 #include "buffer_checks.hpp"
+#include "rotation.hpp"
 
 namespace pipecodec::host::detail {
 
@@ -131,17 +132,36 @@ inline void decode_group(const quant_payload& qp, uint64_t g, void* out) {
   }
 }
 
-inline status encode_quant(const quant_params& q, const_tensor_view in, void* payload,
-                           size_t capacity, uint64_t seed, size_t* written) {
+// With rotation the rotated tensor goes to the workspace first (workspace_bytes is sized for it).
+inline status encode_quant(const quant_params& q, const_tensor_view in, void* payload, size_t capacity,
+                           void* workspace, size_t workspace_size, uint64_t seed, size_t* written) {
   if (!valid_quant_params(q)) return status::invalid_spec;
   quant_layout L;
   if (!make_quant_layout(q, in.shp, L)) return status::size_overflow;
   const status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
   if (!ok(bad)) return bad;
+  const void* x = in.data;
+  dtype type = in.type;
+  if (q.rotate != rotation::none && L.n > 0) {
+    const quant_workspace W = make_quant_workspace(L);
+    if (workspace_size < workspace_request(W.used)) return status::workspace_too_small;
+    if (workspace == nullptr) return status::invalid_argument;
+    if (overlaps(workspace, workspace_size, payload, L.total) ||
+        overlaps(workspace, workspace_size, in.data, L.n * dtype_bytes(in.type)))
+      return status::aliasing;
+    float* y = reinterpret_cast<float*>(align16_ptr(workspace) + W.rotated_offset);
+    const rotation_layout R = make_rotation_layout(q.rotate_log2, in.shp);
+    (void)dispatch_dtype(in.type, [&](auto tc) {
+      rotate_forward<decltype(tc)::value>(in.data, R, seed, y);
+      return status::success;
+    });
+    x = y;
+    type = dtype::f32;
+  }
 
   uint8_t* p = static_cast<uint8_t*>(payload);
   write_payload_header(p, codec_id::quant, in, L.total, [&](uint8_t* params) {
-    write_quant_params(params, q, L.group_len, q.round == rounding::stochastic ? seed : 0);
+    write_quant_params(params, q, L.group_len, seed);
   });
   // Every scale and every chunk's planes are written below; only the section paddings
   // remain, and padding is zero on the wire.
@@ -150,14 +170,14 @@ inline status encode_quant(const quant_params& q, const_tensor_view in, void* pa
   const uint64_t codes_end = L.codes_offset + L.chunks * L.bits * 4u;
   memset(p + codes_end, 0, L.total - codes_end);
 
-  const status st = dispatch_dtype_bits(in.type, q.bits, [&](auto tc, auto bc) {
+  const status st = dispatch_dtype_bits(type, q.bits, [&](auto tc, auto bc) {
     constexpr dtype T = decltype(tc)::value;
     constexpr uint32_t B = decltype(bc)::value;
     for (uint64_t g = 0; g < L.groups; ++g) {
       if (q.round == rounding::nearest)
-        encode_group<T, B, rounding::nearest>(in.data, q, L, g, seed, p);
+        encode_group<T, B, rounding::nearest>(x, q, L, g, seed, p);
       else
-        encode_group<T, B, rounding::stochastic>(in.data, q, L, g, seed, p);
+        encode_group<T, B, rounding::stochastic>(x, q, L, g, seed, p);
     }
     return status::success;
   });
@@ -180,6 +200,10 @@ inline status decode_quant(const void* payload, size_t len, tensor_view out) {
   return dispatch_dtype_bits(out.type, qp.q.bits, [&](auto tc, auto bc) {
     constexpr dtype T = decltype(tc)::value;
     constexpr uint32_t B = decltype(bc)::value;
+    if (qp.q.rotate != rotation::none) {
+      decode_rotated<T, B, Accumulate>(qp, out.data);
+      return status::success;
+    }
     for (uint64_t g = 0; g < qp.layout.groups; ++g) decode_group<T, B, Accumulate>(qp, g, out.data);
     return status::success;
   });

@@ -50,11 +50,6 @@ inline void for_each_selected(const topk_desc& d, const topk_layout& L, const vo
   }
 }
 
-inline uint8_t* align16_ptr(void* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  return static_cast<uint8_t*>(p) + ((workspace_align - a % workspace_align) % workspace_align);
-}
-
 inline float unbiased_scale(const topk_layout& L) {
   return L.k ? float(ddiv_rn(double(L.unit_len), double(L.k))) : 1.0F;
 }

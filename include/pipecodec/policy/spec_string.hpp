@@ -3,7 +3,8 @@
 //   spec  := codec [ ":" key "=" value { "," key "=" value } ]
 //   quant: bits=1..8 (8)  group=N|row|tensor (128, N a multiple of 32)
 //          scale=minmax|absmax (minmax)  round=nearest|stochastic (nearest)
-//          scale_dtype=fp32|fp16 (fp32)
+//          scale_dtype=fp32|fp16 (fp32)  rotate=none|hadamard (none)
+//          rotate_block=32|64|..|4096 (128; with rotate=hadamard only)
 //   plain: dtype=fp32|fp16|bf16 (fp32)
 //   topk:  ratio=R (0.1) | k=N   scope=tensor|row (tensor)   index=auto|u32|u16|bitmap (auto)
 //          values=fp32|fp16|bf16|quant (fp32), with values=quant the quant keys above apply
@@ -21,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "../core/hadamard.hpp"
 #include "../core/spec.hpp"
 
 namespace pipecodec {
@@ -96,6 +98,15 @@ inline int apply_quant_key(std::string_view k, std::string_view v, quant_params&
     if (v == "minmax") q.scale = scale_mode::minmax;
     else if (v == "absmax") q.scale = scale_mode::absmax;
     else return -1;
+  } else if (k == "rotate") {  // rotate_block is checked against it once all keys are read
+    if (v == "hadamard") q.rotate = rotation::hadamard;
+    else if (v == "none") q.rotate = rotation::none;
+    else return -1;
+  } else if (k == "rotate_block") {
+    if (!parse_u64(v, n) || n < (1u << min_rotate_log2) || n > (1u << max_rotate_log2) || (n & (n - 1)) != 0)
+      return -1;
+    q.rotate_log2 = 0;
+    while ((uint64_t(1) << q.rotate_log2) < n) ++q.rotate_log2;
   } else {
     if (const int r = apply_group_key(k, v, q.group, q.group_size); r != 0) return r;
     if (const int r = apply_round_key(k, v, q.round); r != 0) return r;
@@ -135,6 +146,8 @@ inline int apply_sparse_key(std::string_view k, std::string_view v, topk_params&
   } else if (randk && k == "unbiased") {
     if (v != "0" && v != "1") return -1;
     t.unbiased = v == "1";
+  } else if (k == "rotate" || k == "rotate_block") {
+    return 0;  // kept values are scattered, not rows: nothing to rotate
   } else {
     return apply_quant_key(k, v, t.vquant);
   }
@@ -227,6 +240,12 @@ inline status parse_spec(std::string_view text, spec& out, std::string* error = 
       return detail::spec_error(error, "bad value '" + std::string(v) + "' for key '" +
                                            std::string(k) + "'");
   }
+  if (s.codec == codec_id::quant) {
+    quant_params& q = s.quant;
+    if (q.rotate == rotation::none && q.rotate_log2 != 0)
+      return detail::spec_error(error, "key 'rotate_block' needs rotate=hadamard");
+    if (q.rotate == rotation::hadamard && q.rotate_log2 == 0) q.rotate_log2 = 7;  // blocks of 128
+  }
   out = s;
   return status::success;
 }
@@ -252,7 +271,8 @@ inline std::string quant_keys(const quant_params& q) {
   return "bits=" + std::to_string(q.bits) + ",group=" + group_text(q.group, q.group_size) +
          ",scale=" + (q.scale == scale_mode::minmax ? "minmax" : "absmax") +
          ",round=" + rounding_text(q.round) +
-         ",scale_dtype=" + to_string(q.scale_dtype);
+         ",scale_dtype=" + to_string(q.scale_dtype) +
+         (q.rotate == rotation::hadamard ? ",rotate=hadamard,rotate_block=" + std::to_string(1u << q.rotate_log2) : "");
 }
 }  // namespace detail
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "../../core/aqsgd_format.hpp"
+#include "rotation_kernels.cuh"
 #include "state_kernels.cuh"
 
 namespace pipecodec::cuda::detail {
@@ -84,12 +85,10 @@ struct delta_apply_sink {
 template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads)
     aqsgd_delta_apply_kernel(const uint8_t* area, status_guard guard, delta_apply_sink sink) {
+  PIPECODEC_SHARED(rotation_buffer, rotated);
   if (!guard.pass()) return;
   const quant_payload qp = *reinterpret_cast<const quant_payload*>(area + parsed_offset);
-  (void)dispatch_bits(qp.q.bits, [&](auto bc) {
-    decode_quant_warps<decltype(bc)::value>(qp, sink);
-    return status::success;
-  });
+  decode_quant_elements(qp, rotated, sink);
 }
 
 // Pinned store: copies staged rows (device, batch order) to their slots in mapped pinned

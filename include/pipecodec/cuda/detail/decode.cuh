@@ -9,7 +9,7 @@
 #include "../../core/topk_format.hpp"
 #include "float_kernels.cuh"
 #include "plain_kernels.cuh"
-#include "quant_decode.cuh"
+#include "rotation_kernels.cuh"
 
 namespace pipecodec::cuda::detail {
 
@@ -87,12 +87,10 @@ template <dtype Out, bool Accumulate>
 __global__ void __launch_bounds__(block_threads) decode_kernel(void* out, const uint8_t* area) {
   const status_area* sa = reinterpret_cast<const status_area*>(area);
   if (!ok(sa->code)) return;
+  PIPECODEC_SHARED(rotation_buffer, rotated);  // the host cannot know whether the payload is rotated
   if (sa->codec == uint32_t(codec_id::quant)) {
     const quant_payload qp = *reinterpret_cast<const quant_payload*>(area + parsed_offset);
-    (void)dispatch_bits(qp.q.bits, [&](auto bc) {
-      decode_quant_warps<decltype(bc)::value>(qp, store_decoded<Out, Accumulate>{out});
-      return status::success;
-    });
+    decode_quant_elements(qp, rotated, store_decoded<Out, Accumulate>{out});
   } else if (is_float_codec(codec_id(sa->codec))) {
     decode_float_threads<Out, Accumulate>(*reinterpret_cast<const float_payload*>(area + parsed_offset), out);
   } else {
