@@ -1,6 +1,7 @@
 // The quantizer, fp8 and mx on real and realistic data: Fashion-MNIST images and synthetic
 // activation-like tensors, encoded with a grid of specs, as a table of size and error.
-//   quant_table [--fashion-mnist DIR] [--images N] [SPEC ...]
+//   quant_table [--fashion-mnist DIR] [--images N] [--npy NAME=FILE.npy ...] [SPEC ...]
+// --npy adds a float32 2-D tensor as a dataset (e.g. pipeline_train --dump-activations).
 // With SPECs, only those are run; otherwise a grid over bits, group, scaling, rounding and
 // scale dtype. Rows print as they are computed; a summary per dataset closes the run.
 #include <chrono>
@@ -61,6 +62,8 @@ std::vector<dataset> synthetic() {
 std::vector<std::string> default_specs() {
   std::vector<std::string> s;
   for (int b = 1; b <= 8; ++b) s.push_back("quant:bits=" + std::to_string(b) + ",group=128,scale_dtype=fp16");
+  for (int b = 2; b <= 4; ++b)
+    s.push_back("quant:bits=" + std::to_string(b) + ",group=128,scale_dtype=fp16,rotate=hadamard");
   for (const char* extra : {"quant:bits=4,group=32,scale_dtype=fp16", "quant:bits=4,group=row,scale_dtype=fp16",
                             "quant:bits=4,group=128,scale_dtype=fp32", "quant:bits=4,group=128,scale=absmax,scale_dtype=fp16",
                             "quant:bits=8,group=128,scale=absmax,scale_dtype=fp16",
@@ -108,12 +111,18 @@ int main(int argc, char** argv) {
   std::string dir = fashion_mnist::default_dir();
   uint64_t images = 10000;
   std::vector<std::string> specs;
+  std::vector<std::pair<std::string, std::string>> extra;  // --npy NAME=FILE
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--fashion-mnist" && i + 1 < argc) dir = argv[++i];
       else if (a == "--images" && i + 1 < argc) images = cli::parse_uint("images", argv[++i]);
-      else if (a.rfind("--", 0) == 0) throw cli::error("unknown option '" + a + "'");
+      else if (a == "--npy" && i + 1 < argc) {
+        const std::string v = argv[++i];
+        const size_t eq = v.find('=');
+        if (eq == std::string::npos || eq == 0) throw cli::error("--npy expects NAME=FILE.npy, got '" + v + "'");
+        extra.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+      } else if (a.rfind("--", 0) == 0) throw cli::error("unknown option '" + a + "'");
       else specs.push_back(a);
     }
     if (specs.empty()) specs = default_specs();
@@ -122,6 +131,11 @@ int main(int argc, char** argv) {
     const fashion_mnist::images im = fashion_mnist::load_images(fashion_mnist::images_file(dir, false), images);
     data.push_back({"fashion-mnist", make_tensor(pipecodec::shape(im.count, im.rows * im.cols), im.pixels)});
     for (dataset& d : synthetic()) data.push_back(std::move(d));
+    for (const auto& [name, path] : extra) {
+      cli::tensor t = cli::load_tensor(path, cli::args{});
+      if (t.type != pipecodec::dtype::f32) throw cli::error("'" + path + "': quant_table reads float32 tensors");
+      data.push_back({name, std::move(t)});
+    }
 
     std::printf("quant_table: %zu datasets x %zu specs; ratio is against fp32; errors over finite inputs\n",
                 data.size(), specs.size());

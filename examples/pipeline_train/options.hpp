@@ -9,7 +9,7 @@
 namespace train {
 
 struct options {
-  std::string name = "run", policy_text, data = "/usr/share/datasets/fashion-mnist", payload_log;
+  std::string name = "run", policy_text, data = "/usr/share/datasets/fashion-mnist", payload_log, dump_activations;
   int epochs = 2;
   pipeline_shape shape;
   size_t train_limit = 0, test_limit = 0;
@@ -25,6 +25,7 @@ inline const char* usage =
     "         [--micro-batches M] [--schedule gpipe|1f1b] [--train N] [--test N] [--lr X]\n"
     "         [--momentum X] [--seed N] [--data DIR] [--eval-every K] [--payload-log FILE]\n"
     "         [--lr-schedule constant|cosine] [--min-acc X] [--stop-at-acc X] [--mpi]\n"
+    "         [--dump-activations FILE.npy]\n"
     "  --policy   pipecodec policy text (policy_parse.hpp), default: everything plain fp32\n"
     "  --stages   S stages, S - 1 compressed boundaries of width H (--mpi: S ranks)\n"
     "  --micro-batches  M micro-batches of B / M rows per step (B a multiple of M; default 1),\n"
@@ -35,7 +36,9 @@ inline const char* usage =
     "             (--mpi: FILE.<rank>)\n"
     "  --lr-schedule  cosine: the learning rate falls from --lr to 0 over the run's steps (default constant)\n"
     "  --stop-at-acc  end training at the first evaluation (--eval-every) with accuracy >= X\n"
-    "  --train/--test  use the first N samples (0: all)   --min-acc  exit 1 below this accuracy\n";
+    "  --train/--test  use the first N samples (0: all)   --min-acc  exit 1 below this accuracy\n"
+    "  --dump-activations  after training, boundary 0's activations (stage 0's output, before any\n"
+    "             codec) for the first 4096 test samples as float32 rows x H (host build, the rank of stage 0)\n";
 
 inline bool parse_args(int argc, char** argv, options& o) {
   pipeline_shape& p = o.shape;
@@ -50,6 +53,7 @@ inline bool parse_args(int argc, char** argv, options& o) {
     else if (a == "--name") o.name = v;
     else if (a == "--data") o.data = v;
     else if (a == "--payload-log") o.payload_log = v;
+    else if (a == "--dump-activations") o.dump_activations = v;
     else if (a == "--epochs") o.epochs = std::atoi(v);
     else if (a == "--hidden") p.hidden = std::atoi(v);
     else if (a == "--stages") p.stages = std::atoi(v);

@@ -66,6 +66,9 @@ class stage {
 
   const stage_endpoints<pc::host::sender_endpoint, pc::host::receiver_endpoint>& endpoints() const { return eps_; }
 
+  // The layer alone on `rows` input rows (what forward() encodes, before any codec).
+  void layer_forward(const float* x, int rows, float* y) const { layer_.forward(x, rows, y); }
+
   // Forward pass of slot m: stage 0 reads `input` (rows x in floats), the others decode the
   // payload `in` (len bytes). Encodes the output into `out` (cap bytes) unless this is the
   // last stage; returns the payload's length. `input`, `in` and `out` stay valid and

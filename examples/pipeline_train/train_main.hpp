@@ -34,8 +34,10 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "../../tools/npy.hpp"
 #include "fashion_mnist.hpp"
 #include "options.hpp"
 #include "pipeline.hpp"
@@ -121,6 +123,34 @@ class stage_clock {
   }
   std::vector<double> total_, mark_;
 };
+
+// --dump-activations: stage 0's output for the first 4096 test samples, as .npy (the real
+// boundary activations the codecs see, for tools/quant_table). The host stage only.
+template <class Stage, class = void>
+struct can_dump : std::false_type {};
+template <class Stage>
+struct can_dump<Stage, std::void_t<decltype(&Stage::layer_forward)>> : std::true_type {};
+
+template <class Stage>
+bool dump_activations(const pipeline<Stage>& p, const dataset& test, int hidden, const std::string& path) {
+  bool done = true;
+  if constexpr (can_dump<Stage>::value) {
+    p.for_each_stage([&](const Stage& st, int s) {
+      if (s != 0) return;
+      const int rows = int(std::min<size_t>(test.n, 4096));
+      std::vector<float> y(size_t(rows) * size_t(hidden));
+      st.layer_forward(test.images.data(), rows, y.data());
+      const std::vector<uint8_t> file = npy::serialize(pipecodec::dtype::f32, pipecodec::shape(uint64_t(rows), uint64_t(hidden)),
+                                                       y.data(), y.size() * 4);
+      std::FILE* f = std::fopen(path.c_str(), "wb");
+      done = f && std::fwrite(file.data(), 1, file.size(), f) == file.size();
+      if (f) done = std::fclose(f) == 0 && done;
+    });
+  } else {
+    done = false;
+  }
+  return done;
+}
 
 // The whole program; `prog` names it in messages.
 template <class Stage>
@@ -239,6 +269,8 @@ int train_main(int argc, char** argv, const char* prog) {
     for (size_t i = 0; i < counters; ++i) sums[i] = trained[i] - before_last[i];
     std::copy(trained.begin(), trained.end(), sums.begin() + std::ptrdiff_t(counters));
   }
+  const bool dump_failed = !o.dump_activations.empty() && !dump_activations(p, test_set, ps.hidden, o.dump_activations);
+  if (dump_failed) std::fprintf(stderr, "%s: cannot write %s (the CUDA build cannot dump)\n", prog, o.dump_activations.c_str());
   const std::vector<double>& per_stage = clock.totals();
   sums.insert(sums.end(), per_stage.begin(), per_stage.end());
   double acc[2] = {0, 0};  // compressed, plain
@@ -289,7 +321,7 @@ int train_main(int argc, char** argv, const char* prog) {
 #ifdef PIPECODEC_WITH_MPI
   if (o.mpi) MPI_Finalize();
 #endif
-  return below ? 1 : 0;
+  return below || dump_failed ? 1 : 0;
 }
 
 }  // namespace train

@@ -281,7 +281,10 @@ check(r1[0] == 0 and r1[1] == r2[1] and r1[1] != r3[1], "eval --state --seed: sa
 
 # fp8 and mx under every state scheme: the same step lines, states equal on both sides.
 ID3 = ids_file("ids3.npy", [list(range(SR))] * 3)
-for fs in ("fp8:format=e4m3,group=32,round=stochastic", "mx:format=fp4_e2m1"):
+# fp8, mx and rotated quantization under every state scheme: the same step lines, states
+# equal on both sides.
+for fs in ("fp8:format=e4m3,group=32,round=stochastic", "mx:format=fp4_e2m1",
+           "quant:bits=2,group=32,rotate=hadamard,rotate_block=32"):
     for scheme in ("ef", "ef21", "ef-sample", "aqsgd"):
         ids = ["--ids", ID3] if scheme in ("ef-sample", "aqsgd") else []
         rc, out, err = run("eval", "--spec", fs, "--state", scheme, *ids, S0, S1, S2)

@@ -47,6 +47,11 @@ inline const std::vector<gcase>& cases() {
       {"q4_g32_absmax_near_s16_f32_extreme", "quant:bits=4,group=32,scale=absmax,scale_dtype=fp16", dtype::f32, shape(200), dk::extreme, 14},
       {"q2_g32_minmax_stoch_s32_bf16_extreme", "quant:bits=2,group=32,round=stochastic", dtype::bf16, shape(4, 40), dk::extreme, 15},
       {"q8_g64_minmax_near_s16_f32_extreme", "quant:bits=8,group=64,scale_dtype=fp16", dtype::f32, shape(250), dk::extreme, 16},
+      // quant with Hadamard rotation: row tails, rows of several blocks, stochastic rounding
+      {"q3_g64_rot64_near_s32_f32_5x150", "quant:bits=3,group=64,rotate=hadamard,rotate_block=64", dtype::f32,
+       shape(5, 150), dk::activations, 17},
+      {"q2_row_rot32_stoch_s16_bf16_3x96", "quant:bits=2,group=row,round=stochastic,scale_dtype=fp16,rotate=hadamard,rotate_block=32",
+       dtype::bf16, shape(3, 96), dk::activations, 18},
       // plain: every wire dtype, conversions on the wire
       {"plain_f32_from_f32_3x50", "plain:dtype=fp32", dtype::f32, shape(3, 50), dk::activations, 20},
       {"plain_f16_from_f32_extreme", "plain:dtype=fp16", dtype::f32, shape(101), dk::extreme, 21},

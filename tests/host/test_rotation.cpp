@@ -348,3 +348,24 @@ TEST_CASE("rotation: workspace, aliasing and hostile parameter bytes") {
       if (ok(st)) std::fill(out.begin(), out.end(), 7.0F);
     }
 }
+
+TEST_CASE("rotation: huge inputs saturate, decodes stay finite, codes reaching too far are corrupt") {
+  const spec s = parse("quant:bits=4,group=64,rotate=hadamard,rotate_block=64");
+  const shape shp(2, 100);  // blocks of 64 and tails of 36
+  std::vector<float> x = testdata::uniform(shp.size(), 12);
+  for (uint64_t i : {0u, 5u, 63u, 70u, 99u, 150u}) x[i] = (i % 2 ? -1 : 1) * 3.0e38F;
+  const std::vector<uint8_t> p = testq::encode(s, as_bytes(x), dtype::f32, shp, 5);
+  const std::vector<float> d = testq::decode_f32(p, shp);
+  for (float v : d) REQUIRE(std::isfinite(v));
+  for (float v : rotated_domain(p, shp)) CHECK(std::fabs(v) <= 0x1p121F);  // 2 * 2^(126-6)
+  CHECK(std::fabs(d[70]) > 1e35F);  // a huge tail value saturates at 2^120, it does not vanish
+
+  // A storable scale whose highest code decodes beyond 2^(127-6): every decode would stay
+  // finite only by luck, so the payload is corrupt; the output stays untouched.
+  std::vector<uint8_t> bad = testq::encode(s, as_bytes(testdata::uniform(shp.size(), 13)), dtype::f32, shp, 5);
+  const uint32_t scale = (127u + 118u) << 23;  // 2^118: code 15 decodes near 2^122
+  memcpy(bad.data() + 64, &scale, 4);
+  std::vector<float> out(shp.size(), 3.0F);
+  CHECK(host::decode(bad.data(), bad.size(), tensor_view{out.data(), dtype::f32, shp}) == status::corrupt_payload);
+  for (float o : out) REQUIRE(o == 3.0F);
+}

@@ -4,6 +4,7 @@
 
 #include "common.hpp"
 #include "pipecodec/core/float_format.hpp"
+#include "pipecodec/core/hadamard.hpp"
 #include "pipecodec/core/plain_format.hpp"
 #include "pipecodec/core/quant_format.hpp"
 
@@ -49,6 +50,60 @@ inline void make_quant_spec(reader& r, pipecodec::spec& s) {
   s.quant.scale = m & 1 ? scale_mode::absmax : scale_mode::minmax;
   s.quant.round = m & 2 ? rounding::stochastic : rounding::nearest;
   s.quant.scale_dtype = m & 4 ? dtype::f16 : dtype::f32;
+  if (m & 8) {
+    s.quant.rotate = rotation::hadamard;
+    s.quant.rotate_log2 = uint8_t(detail::min_rotate_log2 + (m >> 4) % 8);
+  }
+}
+
+// Rotated payloads: every decoded value is finite, and each element of a block whose
+// rotated values (computed here in binary64) are finite and inside their groups' code range
+// keeps the documented bound |x - x'| <= 2^-(k-a) * sum of the block's per-element bounds,
+// plus the transforms' float roundings (docs/FORMAT.md, "Rotation"). Blocks that saturate
+// (fp16 scales, huge values) are skipped; tails are checked by check_quant's rule.
+inline bool check_rotated_blocks(const rt_run& r, const pipecodec::detail::quant_payload& qp) {
+  using namespace pipecodec;
+  for (uint64_t i = 0; i < r.xhat.size(); ++i)
+    PCFUZZ_CHECK(detail::is_finite(r.xhat[i]), "element %llu decodes to a non-finite value", (unsigned long long)i);
+  const detail::rotation_layout R = detail::make_rotation_layout(qp.q.rotate_log2, r.shp);
+  const detail::quant_consts c = detail::consts_for(qp.q.bits, qp.q.scale);
+  const double slack = qp.q.round == rounding::nearest ? 1.0 : 2.0;
+  const double fwd = std::ldexp(1.0, -int(R.log2 / 2)), inv = std::ldexp(1.0, -int(R.log2 - R.log2 / 2));
+  std::vector<double> y(R.block);
+  for (uint64_t b = 0; b < R.blocks(); ++b) {
+    const uint64_t begin = R.block_begin(b), c0 = R.first_column(b);
+    double mass = 0;
+    for (uint64_t k = 0; k < R.block; ++k) {
+      const double x = input_at(r, begin + k);
+      y[k] = detail::sign_bit(r.seed, c0 + k) ? -x : x;
+      mass += std::fabs(x);
+    }
+    for (uint64_t h = 1; h < R.block; h *= 2)
+      for (uint64_t j = 0; j < R.block; j += 2 * h)
+        for (uint64_t i = j; i < j + h; ++i) {
+          const double u = y[i], v = y[i + h];
+          y[i] = u + v;
+          y[i + h] = u - v;
+        }
+    bool usable = std::isfinite(mass);
+    double sum = 0, ymass = 0;
+    for (uint64_t k = 0; k < R.block && usable; ++k) {
+      float sc, off;
+      detail::load_group(qp, (begin + k) / qp.layout.group_len, sc, off);
+      const double lo = detail::dequantize(0, sc, off, c.zero), hi = detail::dequantize((1u << qp.q.bits) - 1u, sc, off, c.zero);
+      const double yk = y[k] * fwd;
+      usable = yk >= lo && yk <= hi;
+      sum += slack * detail::nearest_error_bound(sc, off, float(yk));
+      ymass += std::max(std::fabs(lo), std::fabs(hi));
+    }
+    if (!usable) continue;
+    const double limit = inv * (sum + R.block * R.log2 * 0x1p-24 * mass * fwd) + (R.log2 + 1) * 0x1p-24 * ymass * inv;
+    for (uint64_t k = 0; k < R.block; ++k) {
+      const double err = std::fabs(double(input_at(r, begin + k)) - double(r.xhat[begin + k]));
+      PCFUZZ_CHECK(err <= limit, "rotated element %llu err=%g bound=%g", (unsigned long long)(begin + k), err, limit);
+    }
+  }
+  return R.tail > 0 || R.per_row == 0;
 }
 
 inline void check_quant(const rt_run& r) {
@@ -58,8 +113,11 @@ inline void check_quant(const rt_run& r) {
   const quant_params& q = r.s.quant;
   PCFUZZ_CHECK(qp.hdr.type == r.in_type && qp.hdr.shp == r.shp && qp.q.bits == q.bits &&
                    qp.q.scale == q.scale && qp.q.round == q.round && qp.q.scale_dtype == q.scale_dtype &&
-                   qp.q.group == q.group && qp.layout.group_len == detail::effective_group_len(q, r.shp),
+                   qp.q.group == q.group && qp.layout.group_len == detail::effective_group_len(q, r.shp) &&
+                   qp.q.rotate == q.rotate && qp.q.rotate_log2 == q.rotate_log2,
                "header fields differ from the spec");
+  const detail::rotation_layout R = detail::make_rotation_layout(q.rotate_log2, r.shp);
+  if (q.rotate != rotation::none && !check_rotated_blocks(r, qp)) return;
   const detail::quant_consts c = detail::consts_for(q.bits, q.scale);
   const uint32_t code_lo = q.scale == scale_mode::absmax && q.bits > 1 ? 1u : 0u;
   const uint32_t code_hi = (1u << q.bits) - 1u;
@@ -71,6 +129,7 @@ inline void check_quant(const rt_run& r) {
     const float v_hi = detail::dequantize(code_hi, sc, off, c.zero);
     const uint64_t b = qp.layout.group_begin(g);
     for (uint64_t i = b; i < b + qp.layout.group_size(g); ++i) {
+      if (q.rotate != rotation::none && i % r.shp.cols < R.per_row * R.block) continue;  // rotated: checked above
       const float x = input_at(r, i), y = r.xhat[i];
       PCFUZZ_CHECK(detail::is_finite(y), "element %llu decodes to a non-finite value", (unsigned long long)i);
       if (x != x || x < -detail::flt_max) {

@@ -57,6 +57,12 @@ PIPECODEC_HD float rotation_factor(uint32_t log2, bool inverse) {
   return pow2_neg(inverse ? log2 - a : a);
 }
 
+// A rotated payload holds values within +-2^(126-k) only (the encoder saturates there, the
+// decoder rejects groups whose codes reach beyond 2^(127-k)), so the 2^k-fold sums of the
+// inverse transform stay below 2^127 and every decoded value is finite. NaN passes through.
+PIPECODEC_HD float rotated_limit(uint32_t log2) { return bit_cast<float>((127u + 126u - log2) << 23); }
+PIPECODEC_HD float saturate_rotated(float v, float limit) { return v > limit ? limit : v < -limit ? -limit : v; }
+
 // Butterfly t (0 <= t < B/2) of the stage with half-width h: elements j and j + h.
 PIPECODEC_HD uint32_t butterfly_low(uint32_t t, uint32_t h) { return (t / h) * 2 * h + t % h; }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "quant_layout.hpp"
+#include "hadamard.hpp"
 #include "quant_math.hpp"
 #include "sample_ids.hpp"
 
@@ -138,7 +139,13 @@ PIPECODEC_HD bool valid_stored_group(const quant_payload& qp, uint64_t g) {
   }
   float scale, offset;
   load_group(qp, g, scale, offset);
-  return valid_group(scale, offset, qp.q);
+  if (!valid_group(scale, offset, qp.q)) return false;
+  if (qp.q.rotate == rotation::none) return true;
+  // Rotated: the codes stay within 2^(127-k) (core/hadamard.hpp, rotated_limit).
+  const quant_consts c = consts_for(qp.q.bits, qp.q.scale);
+  const float reach = 2 * rotated_limit(qp.q.rotate_log2);
+  const float lo = dequantize(0, scale, offset, c.zero), hi = dequantize((1u << qp.q.bits) - 1u, scale, offset, c.zero);
+  return lo >= -reach && hi <= reach;
 }
 
 }  // namespace pipecodec::detail

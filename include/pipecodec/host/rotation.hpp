@@ -25,18 +25,18 @@ inline void column_signs(uint64_t seed, uint64_t c0, uint32_t len, uint32_t* bit
 template <dtype In>
 inline void rotate_forward(const void* x, const rotation_layout& R, uint64_t seed, float* y) {
   uint32_t signs[1u << max_rotate_log2];
-  const float factor = rotation_factor(R.log2, false);
+  const float factor = rotation_factor(R.log2, false), limit = rotated_limit(R.log2);
   for (uint64_t b = 0; b < R.blocks(); ++b) {
     const uint64_t begin = R.block_begin(b);
     column_signs(seed, R.first_column(b), R.block, signs);
     float* v = y + begin;
     for (uint32_t k = 0; k < R.block; ++k) v[k] = flip_sign(load<In>(x, begin + k), signs[k]);
     hadamard_inplace(v, R.log2);
-    for (uint32_t k = 0; k < R.block; ++k) v[k] = mul_rn(v[k], factor);
+    for (uint32_t k = 0; k < R.block; ++k) v[k] = saturate_rotated(mul_rn(v[k], factor), limit);
   }
   for (uint64_t r = 0; r < R.rows && R.tail > 0; ++r) {
     const uint64_t begin = R.tail_begin(r);
-    for (uint64_t k = 0; k < R.tail; ++k) y[begin + k] = load<In>(x, begin + k);
+    for (uint64_t k = 0; k < R.tail; ++k) y[begin + k] = saturate_rotated(load<In>(x, begin + k), limit);
   }
 }
 

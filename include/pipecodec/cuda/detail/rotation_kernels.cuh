@@ -27,17 +27,18 @@ __device__ __forceinline__ void block_hadamard(float* v, uint32_t log2) {
 template <class Src>
 __global__ void __launch_bounds__(block_threads) rotate_kernel(Src src, rotation_layout R, uint64_t seed, float* y) {
   PIPECODEC_SHARED_DYNAMIC(float, v);
-  const float factor = rotation_factor(R.log2, false);
+  const float factor = rotation_factor(R.log2, false), limit = rotated_limit(R.log2);
   for (uint64_t b = blockIdx.x; b < R.blocks(); b += gridDim.x) {
     const uint64_t begin = R.block_begin(b), c0 = R.first_column(b);
     for (uint32_t k = threadIdx.x; k < R.block; k += blockDim.x) v[k] = flip_sign(src(begin + k), sign_bit(seed, c0 + k));
     block_hadamard(v, R.log2);
-    for (uint32_t k = threadIdx.x; k < R.block; k += blockDim.x) y[begin + k] = mul_rn(v[k], factor);
+    for (uint32_t k = threadIdx.x; k < R.block; k += blockDim.x)
+      y[begin + k] = saturate_rotated(mul_rn(v[k], factor), limit);
     __syncthreads();  // v is refilled next
   }
   for (uint64_t t = global_thread(); t < R.rows * R.tail; t += thread_count()) {
     const uint64_t i = R.tail_begin(t / R.tail) + t % R.tail;
-    y[i] = src(i);
+    y[i] = saturate_rotated(src(i), limit);
   }
 }
 
