@@ -1,4 +1,4 @@
-// Host k-bit quantization (and fp8 / mx) throughput for n = 2^24 fp32 elements, group 128.
+// Host k-bit quantization (and fp8 / mx / rotated quantization) throughput for n = 2^24 fp32 elements, group 128.
 // Every codec iteration is paired with a memcpy of the same input bytes, timed in the same
 // loop, so `x_memcpy` (codec time / memcpy time; `_cpu`: thread CPU time) survives a noisy,
 // shared machine.
@@ -70,33 +70,38 @@ void timed_against_memcpy(benchmark::State& state, Op&& op) {
   state.counters["memcpy_GBps"] = double(state.iterations()) * double(bytes) / copy_wall / 1e9;
 }
 
-// fp8 and mx rows: range(0) indexes these specs.
-const char* const float_specs[] = {"fp8:format=e4m3,group=128,scale_dtype=fp16", "fp8:format=e4m3,round=stochastic",
-                                   "mx:format=fp8_e4m3", "mx:format=fp6_e2m3", "mx:format=fp4_e2m1"};
+// Rows by spec text (fp8, mx, rotated quantization): range(0) indexes these specs. The
+// rotated rows use shape 1024 x (n / 1024), so rotation blocks lie along rows.
+const char* const text_specs[] = {"fp8:format=e4m3,group=128,scale_dtype=fp16", "fp8:format=e4m3,round=stochastic",
+                                  "mx:format=fp8_e4m3", "mx:format=fp6_e2m3", "mx:format=fp4_e2m1",
+                                  "quant:bits=2,group=128,scale_dtype=fp16,rotate=hadamard",
+                                  "quant:bits=4,group=128,scale_dtype=fp16,rotate=hadamard",
+                                  "quant:bits=4,group=128,scale_dtype=fp16,rotate=hadamard,rotate_block=1024"};
+constexpr int text_spec_count = sizeof(text_specs) / sizeof(text_specs[0]);
 
-pc::spec float_spec(benchmark::State& state) {
+pc::spec text_spec(benchmark::State& state) {
   pc::spec s;
-  if (!pc::ok(pc::parse_spec(float_specs[state.range(0)], s))) state.SkipWithError("bad spec");
-  state.SetLabel(float_specs[state.range(0)]);
+  if (!pc::ok(pc::parse_spec(text_specs[state.range(0)], s))) state.SkipWithError("bad spec");
+  state.SetLabel(text_specs[state.range(0)]);
   return s;
 }
 
+const pc::shape shp(1024, n / 1024);
+
 void encode_spec(benchmark::State& state, const pc::spec& s) {
-  const pc::shape shp(n);
-  std::vector<uint8_t> payload(pc::encoded_bytes(s, shp));
+  std::vector<uint8_t> payload(pc::encoded_bytes(s, shp)), ws(pc::workspace_bytes(s, shp));
   const pc::const_tensor_view in{input().data(), pc::dtype::f32, shp};
   timed_against_memcpy(state, [&] {
-    if (!pc::ok(pc::host::encode(s, in, payload.data(), payload.size(), nullptr, 0, 7)))
+    if (!pc::ok(pc::host::encode(s, in, payload.data(), payload.size(), ws.data(), ws.size(), 7)))
       state.SkipWithError("encode failed");
   });
 }
 
 void decode_spec(benchmark::State& state, const pc::spec& s) {
-  const pc::shape shp(n);
-  std::vector<uint8_t> payload(pc::encoded_bytes(s, shp));
+  std::vector<uint8_t> payload(pc::encoded_bytes(s, shp)), ws(pc::workspace_bytes(s, shp));
   std::vector<float> out(n);
   if (!pc::ok(pc::host::encode(s, pc::const_tensor_view{input().data(), pc::dtype::f32, shp},
-                               payload.data(), payload.size(), nullptr, 0, 7)))
+                               payload.data(), payload.size(), ws.data(), ws.size(), 7)))
     state.SkipWithError("encode failed");
   timed_against_memcpy(state, [&] {
     if (!pc::ok(pc::host::decode(payload.data(), payload.size(), pc::tensor_view{out.data(), pc::dtype::f32, shp})))
@@ -107,8 +112,8 @@ void decode_spec(benchmark::State& state, const pc::spec& s) {
 void encode_nearest(benchmark::State& st) { encode_spec(st, quant_spec(st.range(0), pc::rounding::nearest)); }
 void encode_stochastic(benchmark::State& st) { encode_spec(st, quant_spec(st.range(0), pc::rounding::stochastic)); }
 void decode_nearest(benchmark::State& st) { decode_spec(st, quant_spec(st.range(0), pc::rounding::nearest)); }
-void encode_float(benchmark::State& st) { encode_spec(st, float_spec(st)); }
-void decode_float(benchmark::State& st) { decode_spec(st, float_spec(st)); }
+void encode_by_text(benchmark::State& st) { encode_spec(st, text_spec(st)); }
+void decode_by_text(benchmark::State& st) { decode_spec(st, text_spec(st)); }
 
 // Sanity row: a second memcpy as the "codec" should read x_memcpy ~ 1.
 void memcpy_input(benchmark::State& state) {
@@ -122,6 +127,6 @@ BENCHMARK(memcpy_input)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(encode_nearest)->ArgName("bits")->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(encode_stochastic)->ArgName("bits")->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(decode_nearest)->ArgName("bits")->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(encode_float)->ArgName("spec")->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(decode_float)->ArgName("spec")->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(encode_by_text)->ArgName("spec")->DenseRange(0, text_spec_count - 1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(decode_by_text)->ArgName("spec")->DenseRange(0, text_spec_count - 1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_MAIN();

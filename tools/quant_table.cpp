@@ -20,6 +20,7 @@ namespace {
 struct dataset {
   std::string name;
   cli::tensor t;  // fp32
+  std::string origin = "synthetic";
 };
 
 cli::tensor make_tensor(pipecodec::shape shp, const std::vector<float>& v) {
@@ -129,18 +130,19 @@ int main(int argc, char** argv) {
 
     std::vector<dataset> data;
     const fashion_mnist::images im = fashion_mnist::load_images(fashion_mnist::images_file(dir, false), images);
-    data.push_back({"fashion-mnist", make_tensor(pipecodec::shape(im.count, im.rows * im.cols), im.pixels)});
+    data.push_back({"fashion-mnist", make_tensor(pipecodec::shape(im.count, im.rows * im.cols), im.pixels),
+                    "t10k images in [0,1]"});
     for (dataset& d : synthetic()) data.push_back(std::move(d));
     for (const auto& [name, path] : extra) {
       cli::tensor t = cli::load_tensor(path, cli::args{});
       if (t.type != pipecodec::dtype::f32) throw cli::error("'" + path + "': quant_table reads float32 tensors");
-      data.push_back({name, std::move(t)});
+      data.push_back({name, std::move(t), path});
     }
 
     std::printf("quant_table: %zu datasets x %zu specs; ratio is against fp32; errors over finite inputs\n",
                 data.size(), specs.size());
     for (const dataset& d : data)
-      std::printf("  %-17s %s fp32 (%llu x %llu)\n", d.name.c_str(), d.name == "fashion-mnist" ? "t10k images in [0,1]," : "synthetic,",
+      std::printf("  %-17s %s, fp32 (%llu x %llu)\n", d.name.c_str(), d.origin.c_str(),
                   static_cast<unsigned long long>(d.t.shp.rows), static_cast<unsigned long long>(d.t.shp.cols));
     std::printf("\n%-17s | %-58s | %9s | %7s | %11s | %11s | %10s\n", "data", "spec", "bits/elem", "ratio",
                 "max_abs_err", "rmse", "rel_l2_err");

@@ -10,6 +10,9 @@ Compared, with preallocated outputs wherever the API takes one:
     6 standard deviations, codes decoded through a codebook of bucket means) vs pipecodec
     quant:bits=8,group=tensor,scale=minmax, the closest pipecodec grid (one uniform 8-bit grid per
     tensor; it spans min..max instead of clipping at 3 sigma and decodes to the grid points);
+  - a randomized Hadamard rotation (blocks of 128: signs, matmul) and 2-bit min-max codes per
+    128 values in torch (QuaRot / TAH-Quant style) vs pipecodec
+    quant:bits=2,group=128,rotate=hadamard;
   - torch.topk of |x| + gather (int64 indices, or narrowed to int32 for the wire) and
     zeros + scatter_ vs pipecodec topk:ratio=0.1, tensor and row scope;
   - the binding's cost per call on 64 elements: pc.encode / pc.decode against the raw
@@ -136,6 +139,39 @@ def torch_topk(x, scope, index_dtype):
     return encode, decode, y, 4 * vals.numel() + wire_idx.element_size() * wire_idx.numel()
 
 
+def torch_hadamard2(x):
+    """QuaRot / TAH-Quant style in torch: random column signs, a 128 x 128 orthonormal
+    Hadamard matmul per block of each row, then 2-bit min-max codes per 128 values (fp32 scale
+    and offset), four codes per byte; decode inverts both (H is symmetric and orthonormal)."""
+    rows, cols = x.shape
+    b = 128
+    h = torch.ones(1, 1)
+    while h.shape[0] < b:
+        h = torch.cat((torch.cat((h, h), 1), torch.cat((h, -h), 1)), 0)
+    h /= math.sqrt(b)
+    signs = torch.randint(0, 2, (cols,), generator=torch.Generator().manual_seed(1)).float() * 2 - 1
+    groups = rows * cols // b
+    lo, step = torch.empty(groups, 1), torch.empty(groups, 1)
+    packed = torch.empty(rows * cols // 4, dtype=torch.uint8)
+    y = torch.empty_like(x)
+
+    def encode():
+        r = torch.mm((x * signs).view(groups, b), h)
+        torch.amin(r, dim=1, keepdim=True, out=lo)
+        torch.amax(r, dim=1, keepdim=True, out=step)
+        step.sub_(lo).div_(3).clamp_(min=TINY)
+        q = torch.round((r - lo) / step).clamp_(0, 3).to(torch.uint8).view(-1, 4)
+        torch.bitwise_or(torch.bitwise_or(q[:, 0] << 6, q[:, 1] << 4), torch.bitwise_or(q[:, 2] << 2, q[:, 3]),
+                         out=packed)
+
+    def decode():
+        q = torch.stack((packed >> 6, (packed >> 4) & 3, (packed >> 2) & 3, packed & 3), dim=1)
+        r = q.view(groups, b).to(torch.float32).mul_(step).add_(lo)
+        torch.mul(torch.mm(r, h).view(rows, cols), signs, out=y)
+
+    return encode, decode, y, packed.numel() + 8 * groups
+
+
 def pipecodec_case(spec):
     def build(x):
         buf = torch.empty(pc.encoded_bytes(spec, x.shape), dtype=torch.uint8)
@@ -160,6 +196,9 @@ CASES = [  # (comparison, method, builder)
     ("8-bit uniform, per tensor", "torch hivemind Uint8 uniform", torch_hivemind8),
     ("8-bit uniform, per tensor", "pipecodec quant:bits=8,group=tensor,scale=minmax",
      pipecodec_case("quant:bits=8,group=tensor,scale=minmax")),
+    ("2-bit, Hadamard 128, min-max 128", "torch signs + matmul + quantize", torch_hadamard2),
+    ("2-bit, Hadamard 128, min-max 128", "pipecodec quant:bits=2,group=128,rotate=hadamard",
+     pipecodec_case("quant:bits=2,group=128,rotate=hadamard")),
     ("TopK 10 %, tensor", "torch topk+gather, int64 idx", lambda x: torch_topk(x, "tensor", torch.int64)),
     ("TopK 10 %, tensor", "torch topk+gather, int32 idx", lambda x: torch_topk(x, "tensor", torch.int32)),
     ("TopK 10 %, tensor", "pipecodec topk:ratio=0.1", pipecodec_case("topk:ratio=0.1")),

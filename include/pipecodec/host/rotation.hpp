@@ -11,26 +11,39 @@ namespace pipecodec::host::detail {
 
 using namespace pipecodec::detail;
 
-// Sign bits of columns c0 .. c0 + len - 1 (one Philox block per 128 columns).
-inline void column_signs(uint64_t seed, uint64_t c0, uint32_t len, uint32_t* bits) {
-  philox_out r{};
-  for (uint32_t j = 0; j < len; ++j) {
-    const uint64_t c = c0 + j;
-    if (j == 0 || (c & 127u) == 0) r = random_block(seed, stream_rotation, c >> 7);
-    bits[j] = (r.v[(c >> 5) & 3u] >> (c & 31u)) & 1u;
+// The sign bits of a row's first `cols` columns, packed 32 to a word (bit c of word c / 32),
+// for rows of up to row_sign_words * 32 columns; longer rows draw them block by block.
+constexpr uint32_t row_sign_words = 4096;
+
+struct row_signs {
+  uint32_t words[row_sign_words];
+  bool whole_row = false;
+
+  // Words for columns [c0, c0 + len) (len a multiple of 32): the whole row once, or just
+  // this block.
+  void prepare(uint64_t seed, uint64_t c0, uint64_t len, uint64_t cols) {
+    if (whole_row) return;
+    whole_row = cols <= uint64_t(row_sign_words) * 32;
+    const uint64_t first = whole_row ? 0 : c0, end = whole_row ? cols : c0 + len;
+    for (uint64_t c = first; c < end; c += 32)
+      words[(c - first) >> 5] = random_block(seed, stream_rotation, c >> 7).v[(c >> 5) & 3u];
   }
-}
+  uint32_t bit(uint64_t c0, uint32_t k) const {
+    const uint64_t c = whole_row ? c0 + k : k;
+    return (words[c >> 5] >> (c & 31u)) & 1u;
+  }
+};
 
 // y = rotation of x (dtype In, rows x cols as R describes), in fp32.
 template <dtype In>
 inline void rotate_forward(const void* x, const rotation_layout& R, uint64_t seed, float* y) {
-  uint32_t signs[1u << max_rotate_log2];
+  row_signs signs;
   const float factor = rotation_factor(R.log2, false), limit = rotated_limit(R.log2);
   for (uint64_t b = 0; b < R.blocks(); ++b) {
-    const uint64_t begin = R.block_begin(b);
-    column_signs(seed, R.first_column(b), R.block, signs);
+    const uint64_t begin = R.block_begin(b), c0 = R.first_column(b);
+    signs.prepare(seed, c0, R.block, R.cols);
     float* v = y + begin;
-    for (uint32_t k = 0; k < R.block; ++k) v[k] = flip_sign(load<In>(x, begin + k), signs[k]);
+    for (uint32_t k = 0; k < R.block; ++k) v[k] = flip_sign(load<In>(x, begin + k), signs.bit(c0, k));
     hadamard_inplace(v, R.log2);
     for (uint32_t k = 0; k < R.block; ++k) v[k] = saturate_rotated(mul_rn(v[k], factor), limit);
   }
@@ -75,14 +88,14 @@ inline void decode_rotated(const quant_payload& qp, void* out) {
   const rotation_layout R = make_rotation_layout(qp.q.rotate_log2, qp.hdr.shp);
   const float factor = rotation_factor(R.log2, true);
   float v[1u << max_rotate_log2];
-  uint32_t signs[1u << max_rotate_log2];
+  row_signs signs;
   for (uint64_t b = 0; b < R.blocks(); ++b) {
-    const uint64_t begin = R.block_begin(b);
+    const uint64_t begin = R.block_begin(b), c0 = R.first_column(b);
+    signs.prepare(qp.seed, c0, R.block, R.cols);
     dequantize_range<Bits>(qp, begin, R.block, v);
     hadamard_inplace(v, R.log2);
-    column_signs(qp.seed, R.first_column(b), R.block, signs);
-    for (uint32_t k = 0; k < R.block; ++k)
-      put_decoded<Out, Accumulate>(out, begin + k, flip_sign(mul_rn(v[k], factor), signs[k]));
+    for (uint32_t k = 0; k < R.block; ++k) v[k] = flip_sign(mul_rn(v[k], factor), signs.bit(c0, k));
+    for (uint32_t k = 0; k < R.block; ++k) put_decoded<Out, Accumulate>(out, begin + k, v[k]);
   }
   for (uint64_t r = 0; r < R.rows && R.tail > 0; ++r) {
     const uint64_t begin = R.tail_begin(r);
