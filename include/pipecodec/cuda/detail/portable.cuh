@@ -31,7 +31,7 @@ inline void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stre
       *reinterpret_cast<::pipecodec::cuda::detail::shared_type<T>*>(name##_storage_)
 
 #define PIPECODEC_SHARED_DYNAMIC(T, name)                      \
-  extern __shared__ alignas(16) unsigned char name##_dynamic_[]; \
+  extern __shared__ __align__(16) unsigned char name##_dynamic_[]; \
   T* name = reinterpret_cast<T*>(name##_dynamic_)
 
 #elif defined(PIPECODEC_EMU)
