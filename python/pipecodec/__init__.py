@@ -73,7 +73,8 @@ def encoded_bytes(spec: SpecLike, shape: Sequence[int]) -> int:
 
 def workspace_bytes(spec: SpecLike, shape: Sequence[int]) -> int:
     """Workspace an encode of `shape` needs: the CUDA backend's figure (every codec); the host
-    backend uses one for TopK / RandK only, and encode() makes one when none is given."""
+    backend uses one for TopK / RandK and rotated quantization only, and encode() makes one when
+    none is given."""
     return _spec(spec).workspace_bytes(list(shape))
 
 

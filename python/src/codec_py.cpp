@@ -34,13 +34,6 @@ size_t encoded_bytes_of(const pc::spec& s, const pc::shape& shp) {
   return n;
 }
 
-// The host backend's encode needs a workspace for TopK and RandK only (workspace_bytes()
-// is sized for the CUDA backend, which needs one for every codec).
-size_t host_workspace_bytes(const pc::spec& s, const pc::shape& shp) {
-  const bool sparse = s.codec == pc::codec_id::topk || s.codec == pc::codec_id::randk;
-  return sparse ? pc::workspace_bytes(s, shp) : 0;
-}
-
 // A workspace for one call: the caller's, or one allocated for it when none was given.
 struct call_workspace {
   std::vector<uint8_t> own;
@@ -65,7 +58,7 @@ size_t encode_into(const pc::spec& s, const in_array& x, const out_array& out, u
   require_host("encode", x, out);
   const pc::const_tensor_view in = input_view(x, "x");
   const bytes_out dst = output_bytes(out, "out");
-  call_workspace ws(workspace, host_workspace_bytes(s, in.shp));
+  call_workspace ws(workspace, pc::host::encode_workspace_bytes(s, in.shp));
   size_t written = 0;
   run_unlocked("encode", [&] { return pc::host::encode(s, in, dst.data, dst.size, ws.data, ws.size, seed, &written); });
   return written;
@@ -77,7 +70,7 @@ size_t encode_shared_into(const pc::spec& s, const in_array& x, const in_array& 
   const pc::const_tensor_view in = input_view(x, "x");
   const bytes_in m = input_bytes(mask, "mask");
   const bytes_out dst = output_bytes(out, "out");
-  call_workspace ws(workspace, host_workspace_bytes(s, in.shp));
+  call_workspace ws(workspace, pc::host::encode_workspace_bytes(s, in.shp));
   size_t written = 0;
   run_unlocked("encode_shared", [&] {
     return pc::host::encode_shared(s, in, m.data, m.size, dst.data, dst.size, ws.data, ws.size, seed, &written);

@@ -318,6 +318,8 @@ TEST_CASE("rotation: workspace, aliasing and hostile parameter bytes") {
   std::vector<uint8_t> p(encoded_bytes(s, shp));
   const size_t need = workspace_bytes(s, shp);
   CHECK(need >= shp.size() * 4);
+  CHECK(host::encode_workspace_bytes(s, shp) == need);
+  CHECK(host::encode_workspace_bytes(parse("quant:bits=4,group=64"), shp) == 0);
   std::vector<uint8_t> ws(need);
   const const_tensor_view in{x.data(), dtype::f32, shp};
   CHECK(host::encode(s, in, p.data(), p.size()) == status::workspace_too_small);

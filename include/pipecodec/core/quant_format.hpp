@@ -4,8 +4,8 @@
 //   8..15 effective group length (u64) | 16..23 seed of stochastic rounding and rotation signs (u64)
 #pragma once
 
-#include "quant_layout.hpp"
 #include "hadamard.hpp"
+#include "quant_layout.hpp"
 #include "quant_math.hpp"
 #include "sample_ids.hpp"
 

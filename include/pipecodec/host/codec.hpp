@@ -10,6 +10,15 @@
 
 namespace pipecodec::host {
 
+// The workspace host::encode of `s` uses: TopK, RandK and quantization with rotation take
+// workspace_bytes() (a figure sized for the CUDA backend, which needs one for every codec);
+// the other codecs take none (0).
+inline size_t encode_workspace_bytes(const spec& s, const shape& shp) {
+  const bool uses = s.codec == codec_id::topk || s.codec == codec_id::randk ||
+                    (s.codec == codec_id::quant && s.quant.rotate != rotation::none);
+  return uses ? workspace_bytes(s, shp) : 0;
+}
+
 // Encodes `in` with spec `s` into `payload` (capacity >= encoded_bytes(s, in.shp)).
 // `seed` drives stochastic rounding and RandK; `written` receives the payload size.
 inline status encode(const spec& s, const_tensor_view in, void* payload, size_t capacity,
