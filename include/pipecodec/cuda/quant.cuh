@@ -96,7 +96,7 @@ inline status launch_quant(Src src, Sink sink, const quant_params& q, const quan
       qp.layout = P.L;
       qp.bytes = p;
       qp.seed = seed;
-      launch<rotated_sink_kernel<B, Src, Sink>>(grid, block_threads, smem, stream, qp, src, sink);
+      launch<rotated_sink_kernel<Src, Sink>>(grid, block_threads, smem, stream, qp, src, sink);
     }
     return last_launch_status();
   });

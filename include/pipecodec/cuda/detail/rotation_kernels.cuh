@@ -42,29 +42,29 @@ __global__ void __launch_bounds__(block_threads) rotate_kernel(Src src, rotation
   }
 }
 
-// Element i of a validated quant payload as decoded before the inverse rotation.
-template <uint32_t Bits>
+// Element i of a validated quant payload as decoded before the inverse rotation. The width
+// is a run-time loop bound: one instantiation serves every width (compile time).
 __device__ __forceinline__ float quant_value_at(const quant_payload& qp, uint64_t i) {
   const quant_layout& L = qp.layout;
   const uint64_t g = i / L.group_len, o = i - g * L.group_len;
-  const uint8_t* planes = qp.bytes + L.codes_offset + (L.group_chunk(g) + o / 32) * Bits * 4;
+  const uint8_t* planes = qp.bytes + L.codes_offset + (L.group_chunk(g) + o / 32) * L.bits * 4;
   const uint32_t lane = uint32_t(o % 32);
   uint32_t code = 0;
-  for (uint32_t j = 0; j < Bits; ++j) code |= ((get_u32(planes + 4 * j) >> lane) & 1u) << j;
+  for (uint32_t j = 0; j < L.bits; ++j) code |= ((get_u32(planes + 4 * j) >> lane) & 1u) << j;
   float scale, offset;
   load_group(qp, g, scale, offset);
-  return dequantize(code, scale, offset, consts_for(Bits, qp.q.scale).zero);
+  return dequantize(code, scale, offset, consts_for(L.bits, qp.q.scale).zero);
 }
 
 // Hands every element of a validated rotated payload, rotated back, to emit(i, value).
 // `v`: shared memory for 2^qp.q.rotate_log2 floats.
-template <uint32_t Bits, class Emit>
+template <class Emit>
 __device__ void decode_rotated_blocks(const quant_payload& qp, float* v, const Emit& emit) {
   const rotation_layout R = make_rotation_layout(qp.q.rotate_log2, qp.hdr.shp);
   const float factor = rotation_factor(R.log2, true);
   for (uint64_t b = blockIdx.x; b < R.blocks(); b += gridDim.x) {
     const uint64_t begin = R.block_begin(b), c0 = R.first_column(b);
-    for (uint32_t k = threadIdx.x; k < R.block; k += blockDim.x) v[k] = quant_value_at<Bits>(qp, begin + k);
+    for (uint32_t k = threadIdx.x; k < R.block; k += blockDim.x) v[k] = quant_value_at(qp, begin + k);
     block_hadamard(v, R.log2);
     for (uint32_t k = threadIdx.x; k < R.block; k += blockDim.x)
       emit(begin + k, flip_sign(mul_rn(v[k], factor), sign_bit(qp.seed, c0 + k)));
@@ -72,7 +72,7 @@ __device__ void decode_rotated_blocks(const quant_payload& qp, float* v, const E
   }
   for (uint64_t t = global_thread(); t < R.rows * R.tail; t += thread_count()) {
     const uint64_t i = R.tail_begin(t / R.tail) + t % R.tail;
-    emit(i, quant_value_at<Bits>(qp, i));
+    emit(i, quant_value_at(qp, i));
   }
 }
 
@@ -84,20 +84,18 @@ using rotation_buffer = float[1u << max_rotate_log2];
 // payload is rotated. Called by all threads of the block (the rotated path has barriers).
 template <class Emit>
 __device__ void decode_quant_elements(const quant_payload& qp, float* buffer, const Emit& emit) {
+  if (qp.q.rotate != rotation::none) return decode_rotated_blocks(qp, buffer, emit);
   (void)dispatch_bits(qp.q.bits, [&](auto bc) {
-    if (qp.q.rotate != rotation::none)
-      decode_rotated_blocks<decltype(bc)::value>(qp, buffer, emit);
-    else
-      decode_quant_warps<decltype(bc)::value>(qp, emit);
+    decode_quant_warps<decltype(bc)::value>(qp, emit);
     return status::success;
   });
 }
 
 // The state update of a fused step after a rotated encode: sink(i, src(i), decoded value).
-template <uint32_t Bits, class Src, class Sink>
+template <class Src, class Sink>
 __global__ void __launch_bounds__(block_threads) rotated_sink_kernel(quant_payload qp, Src src, Sink sink) {
   PIPECODEC_SHARED_DYNAMIC(float, v);
-  decode_rotated_blocks<Bits>(qp, v, [&](uint64_t i, float d) { sink(i, src(i), d); });
+  decode_rotated_blocks(qp, v, [&](uint64_t i, float d) { sink(i, src(i), d); });
 }
 
 }  // namespace pipecodec::cuda::detail
