@@ -25,12 +25,6 @@ spec parse(const std::string& text) {
   return s;
 }
 
-std::vector<uint8_t> as_bytes(const std::vector<float>& v) {
-  std::vector<uint8_t> b(v.size() * 4);
-  memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
 // Sign of column c as the format defines it (bit c mod 128 of Philox block c / 128, stream 3).
 bool negated(uint64_t seed, uint64_t c) {
   const detail::philox_out r = detail::random_block(seed, 3, c >> 7);
@@ -149,7 +143,7 @@ TEST_CASE("rotation: rotated values, quantizer bound, inverse and the element bo
       if ((i % c.shp.cols) % 41 == 3) x[i] *= float(20 + (i % c.shp.cols) % 81);
     CAPTURE(c.spec);
     CAPTURE(c.shp);
-    const std::vector<uint8_t> payload = testq::encode(s, as_bytes(x), dtype::f32, c.shp, seed);
+    const std::vector<uint8_t> payload = testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, c.shp, seed);
     CHECK(payload[rotation_byte] == 1);
     CHECK(payload[rotation_byte + 1] == log2);
     uint64_t stored_seed = 0;
@@ -208,7 +202,7 @@ TEST_CASE("rotation: decode into every dtype, accumulate, and input dtypes") {
   const spec s = parse("quant:bits=4,group=128,rotate=hadamard,rotate_block=64");
   const shape shp(3, 160);
   const std::vector<float> x = testdata::activations(shp.size(), 5);
-  const std::vector<uint8_t> payload = testq::encode(s, as_bytes(x), dtype::f32, shp, 11);
+  const std::vector<uint8_t> payload = testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp, 11);
   const std::vector<float> d = testq::decode_f32(payload, shp);
   std::vector<float> acc(shp.size(), 0.25F);
   REQUIRE(ok(host::decode_accumulate(payload.data(), payload.size(), tensor_view{acc.data(), dtype::f32, shp})));
@@ -218,16 +212,10 @@ TEST_CASE("rotation: decode into every dtype, accumulate, and input dtypes") {
   for (uint64_t i = 0; i < h.size(); ++i) REQUIRE(h[i] == detail::f32_to_bf16(d[i]));
   // bf16 input rotates the values the input holds: the same payload as their fp32 copy, but
   // for the header's dtype byte.
-  std::vector<uint16_t> xb(shp.size());
   std::vector<float> xbf(shp.size());
-  for (uint64_t i = 0; i < x.size(); ++i) {
-    xb[i] = detail::f32_to_bf16(x[i]);
-    xbf[i] = detail::bf16_to_f32(xb[i]);
-  }
-  std::vector<uint8_t> bb(xb.size() * 2);
-  memcpy(bb.data(), xb.data(), bb.size());
-  std::vector<uint8_t> pb = testq::encode(s, bb, dtype::bf16, shp, 11);
-  const std::vector<uint8_t> pf = testq::encode(s, as_bytes(xbf), dtype::f32, shp, 11);
+  for (uint64_t i = 0; i < x.size(); ++i) xbf[i] = detail::bf16_to_f32(detail::f32_to_bf16(x[i]));
+  std::vector<uint8_t> pb = testq::encode(s, testdata::as_bytes(x, dtype::bf16), dtype::bf16, shp, 11);
+  const std::vector<uint8_t> pf = testq::encode(s, testdata::as_bytes(xbf, dtype::f32), dtype::f32, shp, 11);
   pb[8] = pf[8];
   CHECK(pb == pf);
 }
@@ -240,7 +228,7 @@ TEST_CASE("rotation: stochastic rounding stays unbiased through the rotation") {
   const int trials = 4000;
   double worst_step = 0;
   for (int t = 0; t < trials; ++t) {
-    const std::vector<uint8_t> p = testq::encode(s, as_bytes(x), dtype::f32, shp, 1000 + t);
+    const std::vector<uint8_t> p = testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp, 1000 + t);
     const std::vector<float> d = testq::decode_f32(p, shp);
     for (uint64_t i = 0; i < d.size(); ++i) mean[i] += d[i] / trials;
     detail::quant_payload qp;
@@ -259,10 +247,10 @@ TEST_CASE("rotation: a non-finite input spoils its own block only") {
   const spec s = parse("quant:bits=4,group=64,rotate=hadamard,rotate_block=64");
   const shape shp(2, 128);
   std::vector<float> x = testdata::uniform(shp.size(), 8);
-  const std::vector<float> clean = testq::decode_f32(testq::encode(s, as_bytes(x), dtype::f32, shp, 2), shp);
+  const std::vector<float> clean = testq::decode_f32(testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp, 2), shp);
   for (float bad : {NAN, INFINITY, -INFINITY}) {
     x[70] = bad;  // row 0, block 1
-    const std::vector<float> d = testq::decode_f32(testq::encode(s, as_bytes(x), dtype::f32, shp, 2), shp);
+    const std::vector<float> d = testq::decode_f32(testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp, 2), shp);
     for (uint64_t i = 0; i < d.size(); ++i) {
       CHECK(std::isfinite(d[i]));
       if (i < 64 || i >= 128) CHECK(d[i] == clean[i]);
@@ -279,7 +267,7 @@ TEST_CASE("rotation: rotation halves the error of 2- and 3-bit codes on outlier 
     double err[2] = {0, 0};
     for (int rot = 0; rot < 2; ++rot) {
       const spec s = parse(std::string("quant:bits=") + bits + ",group=128" + (rot ? ",rotate=hadamard" : ""));
-      const std::vector<float> d = testq::decode_f32(testq::encode(s, as_bytes(x), dtype::f32, shp, 4), shp);
+      const std::vector<float> d = testq::decode_f32(testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp, 4), shp);
       for (uint64_t i = 0; i < x.size(); ++i) err[rot] += (x[i] - d[i]) * double(x[i] - d[i]);
     }
     CAPTURE(bits);
@@ -356,7 +344,7 @@ TEST_CASE("rotation: huge inputs saturate, decodes stay finite, codes reaching t
   const shape shp(2, 100);  // blocks of 64 and tails of 36
   std::vector<float> x = testdata::uniform(shp.size(), 12);
   for (uint64_t i : {0u, 5u, 63u, 70u, 99u, 150u}) x[i] = (i % 2 ? -1 : 1) * 3.0e38F;
-  const std::vector<uint8_t> p = testq::encode(s, as_bytes(x), dtype::f32, shp, 5);
+  const std::vector<uint8_t> p = testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp, 5);
   const std::vector<float> d = testq::decode_f32(p, shp);
   for (float v : d) REQUIRE(std::isfinite(v));
   for (float v : rotated_domain(p, shp)) CHECK(std::fabs(v) <= 0x1p121F);  // 2 * 2^(126-6)
@@ -364,7 +352,7 @@ TEST_CASE("rotation: huge inputs saturate, decodes stay finite, codes reaching t
 
   // A storable scale whose highest code decodes beyond 2^(127-6): every decode would stay
   // finite only by luck, so the payload is corrupt; the output stays untouched.
-  std::vector<uint8_t> bad = testq::encode(s, as_bytes(testdata::uniform(shp.size(), 13)), dtype::f32, shp, 5);
+  std::vector<uint8_t> bad = testq::encode(s, testdata::as_bytes(testdata::uniform(shp.size(), 13), dtype::f32), dtype::f32, shp, 5);
   const uint32_t scale = (127u + 118u) << 23;  // 2^118: code 15 decodes near 2^122
   memcpy(bad.data() + 64, &scale, 4);
   std::vector<float> out(shp.size(), 3.0F);
