@@ -1,4 +1,4 @@
-// Host k-bit quantization (and fp8 / mx / rotated quantization) throughput for n = 2^24 fp32 elements, group 128.
+// Host k-bit quantization (and fp8 / mx / rotated / outlier-keeping quantization) throughput for n = 2^24 fp32 elements, group 128.
 // Every codec iteration is paired with a memcpy of the same input bytes, timed in the same
 // loop, so `x_memcpy` (codec time / memcpy time; `_cpu`: thread CPU time) survives a noisy,
 // shared machine.
@@ -70,13 +70,15 @@ void timed_against_memcpy(benchmark::State& state, Op&& op) {
   state.counters["memcpy_GBps"] = double(state.iterations()) * double(bytes) / copy_wall / 1e9;
 }
 
-// Rows by spec text (fp8, mx, rotated quantization): range(0) indexes these specs. The
+// Rows by spec text (fp8, mx, rotated and outlier-keeping quantization): range(0) indexes these specs. The
 // rotated rows use shape 1024 x (n / 1024), so rotation blocks lie along rows.
 const char* const text_specs[] = {"fp8:format=e4m3,group=128,scale_dtype=fp16", "fp8:format=e4m3,round=stochastic",
                                   "mx:format=fp8_e4m3", "mx:format=fp6_e2m3", "mx:format=fp4_e2m1",
                                   "quant:bits=2,group=128,scale_dtype=fp16,rotate=hadamard",
                                   "quant:bits=4,group=128,scale_dtype=fp16,rotate=hadamard",
-                                  "quant:bits=4,group=128,scale_dtype=fp16,rotate=hadamard,rotate_block=1024"};
+                                  "quant:bits=4,group=128,scale_dtype=fp16,rotate=hadamard,rotate_block=1024",
+                                  "quant:bits=2,group=128,scale_dtype=fp16,outliers=2",
+                                  "quant:bits=4,group=128,scale_dtype=fp16,outliers=4"};
 constexpr int text_spec_count = sizeof(text_specs) / sizeof(text_specs[0]);
 
 pc::spec text_spec(benchmark::State& state) {

@@ -65,6 +65,9 @@ std::vector<std::string> default_specs() {
   for (int b = 1; b <= 8; ++b) s.push_back("quant:bits=" + std::to_string(b) + ",group=128,scale_dtype=fp16");
   for (int b = 2; b <= 4; ++b)
     s.push_back("quant:bits=" + std::to_string(b) + ",group=128,scale_dtype=fp16,rotate=hadamard");
+  for (int b = 2; b <= 3; ++b)
+    for (int k : {1, 2, 4})
+      s.push_back("quant:bits=" + std::to_string(b) + ",group=128,scale_dtype=fp16,outliers=" + std::to_string(k));
   for (const char* extra : {"quant:bits=4,group=32,scale_dtype=fp16", "quant:bits=4,group=row,scale_dtype=fp16",
                             "quant:bits=4,group=128,scale_dtype=fp32", "quant:bits=4,group=128,scale=absmax,scale_dtype=fp16",
                             "quant:bits=8,group=128,scale=absmax,scale_dtype=fp16",

@@ -14,6 +14,7 @@ SPECS = [
     "quant:bits=2,group=32,round=stochastic",
     "quant:bits=1,group=32",
     "quant:bits=2,group=64,rotate=hadamard,rotate_block=32",
+    "quant:bits=3,group=row,outliers=4",
     "topk:ratio=0.1",
     "topk:ratio=0.25,scope=row,values=fp16",
     "topk:k=7,scope=row,values=quant",

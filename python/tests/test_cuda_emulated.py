@@ -76,7 +76,8 @@ def rand(shape, seed):
 SPECS = ["quant:bits=4,group=128", "quant:bits=2,group=row,round=stochastic", "plain:dtype=bf16",
          "topk:ratio=0.1,scope=row", "topk:ratio=0.05,index=bitmap", "randk:ratio=0.1",
          "topk:ratio=0.1,scope=row,values=quant,bits=4", "fp8:format=e5m2,round=stochastic",
-         "mx:format=fp6_e3m2", "quant:bits=3,group=row,rotate=hadamard,rotate_block=64"]
+         "mx:format=fp6_e3m2", "quant:bits=3,group=row,rotate=hadamard,rotate_block=64",
+         "quant:bits=2,group=64,outliers=2"]
 
 
 @pytest.mark.parametrize("spec", SPECS)

@@ -279,12 +279,11 @@ SQ = "quant:bits=3,round=stochastic,group=32"
 r1, r2, r3 = (run("eval", "--spec", SQ, "--state", "ef", "--seed", sd, S0, S1, S2) for sd in ("7", "7", "8"))
 check(r1[0] == 0 and r1[1] == r2[1] and r1[1] != r3[1], "eval --state --seed: same seed reproduces, another differs")
 
-# fp8 and mx under every state scheme: the same step lines, states equal on both sides.
 ID3 = ids_file("ids3.npy", [list(range(SR))] * 3)
-# fp8, mx and rotated quantization under every state scheme: the same step lines, states
-# equal on both sides.
+# fp8, mx, rotated and outlier-keeping quantization under every state scheme: the same step
+# lines, states equal on both sides.
 for fs in ("fp8:format=e4m3,group=32,round=stochastic", "mx:format=fp4_e2m1",
-           "quant:bits=2,group=32,rotate=hadamard,rotate_block=32"):
+           "quant:bits=2,group=32,rotate=hadamard,rotate_block=32", "quant:bits=3,group=32,outliers=2"):
     for scheme in ("ef", "ef21", "ef-sample", "aqsgd"):
         ids = ["--ids", ID3] if scheme in ("ef-sample", "aqsgd") else []
         rc, out, err = run("eval", "--spec", fs, "--state", scheme, *ids, S0, S1, S2)

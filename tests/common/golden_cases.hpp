@@ -52,6 +52,11 @@ inline const std::vector<gcase>& cases() {
        shape(5, 150), dk::activations, 17},
       {"q2_row_rot32_stoch_s16_bf16_3x96", "quant:bits=2,group=row,round=stochastic,scale_dtype=fp16,rotate=hadamard,rotate_block=32",
        dtype::bf16, shape(3, 96), dk::activations, 18},
+      // quant with outlier keeping: u8 positions, a group shorter than N, non-finite values kept;
+      // u16 positions with stochastic rounding
+      {"q2_g64_out3_near_s32_f32_extreme", "quant:bits=2,group=64,outliers=3", dtype::f32, shape(2, 70), dk::extreme, 24},
+      {"q3_row_out5_stoch_s16_bf16_3x300", "quant:bits=3,group=row,round=stochastic,scale_dtype=fp16,outliers=5",
+       dtype::bf16, shape(3, 300), dk::activations, 25},
       // plain: every wire dtype, conversions on the wire
       {"plain_f32_from_f32_3x50", "plain:dtype=fp32", dtype::f32, shape(3, 50), dk::activations, 20},
       {"plain_f16_from_f32_extreme", "plain:dtype=fp16", dtype::f32, shape(101), dk::extreme, 21},

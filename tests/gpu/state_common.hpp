@@ -57,11 +57,13 @@ struct variant {
 
 inline const dtype dtypes[] = {dtype::f32, dtype::f16, dtype::bf16};
 
-// Codecs the state tests run with: fused (quant, resident and tiled groups) and not (others).
+// Codecs the state tests run with: fused (quant, resident and tiled groups) and not (others),
+// and the quant options whose state update takes a pass of its own (rotation, outliers).
 inline const char* const state_specs[] = {"quant:bits=4", "quant:bits=3,group=row,scale=absmax,round=stochastic,scale_dtype=fp16",
                              "quant:bits=8,group=tensor", "topk:ratio=0.1,scope=row", "plain:dtype=bf16",
                              "fp8:format=e5m2,group=32,round=stochastic", "mx:format=fp4_e2m1",
-                             "quant:bits=2,group=64,round=stochastic,rotate=hadamard,rotate_block=32"};
+                             "quant:bits=2,group=64,round=stochastic,rotate=hadamard,rotate_block=32",
+                             "quant:bits=3,group=64,outliers=2"};
 
 inline status device_verdict(const void* ws) {
   status* pinned = nullptr;

@@ -24,7 +24,8 @@ TEST_CASE("CUDA AQ-SGD: host and CUDA sides stay bit-equal (device and pinned st
   // resident groups, stochastic rounding, tiled whole-part groups, a non-fused codec
   const char* codecs[] = {"quant:bits=4,group=row", "quant:bits=2,group=32,round=stochastic",
                           "quant:bits=8,group=tensor", "topk:ratio=0.25,scope=row", "mx:format=fp6_e2m3",
-                          "quant:bits=3,group=row,rotate=hadamard,rotate_block=32"};
+                          "quant:bits=3,group=row,rotate=hadamard,rotate_block=32",
+                          "quant:bits=2,group=row,outliers=3,round=stochastic"};
   for (const char* text : codecs)
     for (dtype t : dtypes)
       for (bool pinned : {false, true}) {

@@ -173,7 +173,9 @@ TEST_CASE("quant parameter bytes: each bad value gives its specific status") {
   for (uint8_t v : {0, 3}) expect_rejected(param(2, v), shp, status::invalid_header);          // rounding
   for (uint8_t v : {0, 3, 4}) expect_rejected(param(3, v), shp, status::invalid_header);       // scale dtype (bf16 too)
   for (uint8_t v : {0, 4}) expect_rejected(param(4, v), shp, status::invalid_header);          // group kind
-  for (uint32_t i : {5u, 6u, 7u}) expect_rejected(param(i, 1), shp, status::invalid_header);   // reserved
+  for (uint32_t i : {5u, 6u}) expect_rejected(param(i, 1), shp, status::invalid_header);       // rotation alone
+  expect_rejected(param(7, 17), shp, status::invalid_header);                                  // outliers > 16
+  expect_rejected(param(7, 1), shp, status::size_mismatch);  // outliers: valid, a longer layout
   auto group_len = [&](uint64_t v) { return with(p, [&](uint8_t* b) { detail::put_u64(b + P + 8, v); }); };
   for (uint64_t v : {uint64_t(0), uint64_t(129), uint64_t(16), (uint64_t(1) << 32) + 128})
     expect_rejected(group_len(v), shp, status::invalid_header);

@@ -72,7 +72,8 @@ span ids_padding(const header& h) {
 std::vector<span> quant_spans(const detail::quant_layout& L, uint64_t base) {
   const uint64_t params = L.groups * L.scale_bytes * (L.has_offset ? 2u : 1u);
   return {{base + L.params_offset + params, base + L.codes_offset},
-          {base + L.codes_offset + L.chunks * L.bits * 4u, base + L.total}};
+          {base + L.codes_end(), base + L.outliers_offset},
+          {base + L.outliers_end(), base + L.total}};
 }
 
 // Sets each padded-lane bit of each group's last chunk, one at a time.

@@ -39,7 +39,8 @@ inline float input_at(const rt_run& r, uint64_t i) {
 
 // ---- quant: fields match the spec; nearest within detail::nearest_error_bound of the input
 // clamped to the group's representable range; stochastic within one step; NaN and -Inf decode
-// to the lowest code, +Inf to the highest; every decoded value finite.
+// to the lowest code, +Inf to the highest; every decoded value finite; with outliers, the kept
+// elements exact and the group's largest.
 inline void make_quant_spec(reader& r, pipecodec::spec& s) {
   using namespace pipecodec;
   s.codec = codec_id::quant;
@@ -53,7 +54,37 @@ inline void make_quant_spec(reader& r, pipecodec::spec& s) {
   if (m & 8) {
     s.quant.rotate = rotation::hadamard;
     s.quant.rotate_log2 = uint8_t(detail::min_rotate_log2 + (m >> 4) % 8);
+  } else if (m & 16) {
+    s.quant.outliers = uint8_t(1 + (m >> 5) * 2);  // 1, 3, .., 15
   }
+}
+
+// Outlier keeping: group g's kept elements decode bit-exactly to the input (a kept NaN or Inf
+// to a finite value), and every other element ranks after all of them (the kept set is the
+// group's top of the ranking).
+inline void check_outliers(const rt_run& r, const pipecodec::detail::quant_payload& qp, uint64_t g,
+                           std::vector<bool>& kept) {
+  using namespace pipecodec;
+  const detail::quant_layout& L = qp.layout;
+  const uint64_t b = L.group_begin(g), len = L.group_size(g);
+  kept.assign(len, false);
+  uint32_t worst_key = 0xFFFFFFFFu;
+  uint64_t worst = 0;
+  for (uint32_t j = 0; j < detail::outlier_count(L, g); ++j) {
+    const uint64_t pos = detail::outlier_position(r.payload.data(), L, g, j);
+    kept[pos] = true;
+    const float x = input_at(r, b + pos), y = r.xhat[b + pos];
+    PCFUZZ_CHECK(detail::is_finite(x) ? std::memcmp(&x, &y, 4) == 0 : detail::is_finite(y),
+                 "kept element %llu: %a decodes to %a", (unsigned long long)(b + pos), double(x), double(y));
+    const uint32_t k = detail::outlier_key(x);
+    if (detail::ranks_before(worst_key, worst, k, pos) || worst_key == 0xFFFFFFFFu) {
+      worst_key = k;
+      worst = pos;
+    }
+  }
+  for (uint64_t i = 0; i < len; ++i)
+    PCFUZZ_CHECK(kept[i] || detail::ranks_before(worst_key, worst, detail::outlier_key(input_at(r, b + i)), i),
+                 "element %llu outranks a kept one", (unsigned long long)(b + i));
 }
 
 // Rotated payloads: every decoded value is finite, and each element of a block whose
@@ -114,7 +145,7 @@ inline void check_quant(const rt_run& r) {
   PCFUZZ_CHECK(qp.hdr.type == r.in_type && qp.hdr.shp == r.shp && qp.q.bits == q.bits &&
                    qp.q.scale == q.scale && qp.q.round == q.round && qp.q.scale_dtype == q.scale_dtype &&
                    qp.q.group == q.group && qp.layout.group_len == detail::effective_group_len(q, r.shp) &&
-                   qp.q.rotate == q.rotate && qp.q.rotate_log2 == q.rotate_log2,
+                   qp.q.rotate == q.rotate && qp.q.rotate_log2 == q.rotate_log2 && qp.q.outliers == q.outliers,
                "header fields differ from the spec");
   const detail::rotation_layout R = detail::make_rotation_layout(q.rotate_log2, r.shp);
   if (q.rotate != rotation::none && !check_rotated_blocks(r, qp)) return;
@@ -122,7 +153,9 @@ inline void check_quant(const rt_run& r) {
   const uint32_t code_lo = q.scale == scale_mode::absmax && q.bits > 1 ? 1u : 0u;
   const uint32_t code_hi = (1u << q.bits) - 1u;
   const double slack = q.round == rounding::nearest ? 1.0 : 2.0;
+  std::vector<bool> kept;
   for (uint64_t g = 0; g < qp.layout.groups; ++g) {
+    if (q.outliers != 0) check_outliers(r, qp, g, kept);
     float sc, off;
     detail::load_group(qp, g, sc, off);
     const float v_lo = detail::dequantize(code_lo, sc, off, c.zero);
@@ -130,6 +163,7 @@ inline void check_quant(const rt_run& r) {
     const uint64_t b = qp.layout.group_begin(g);
     for (uint64_t i = b; i < b + qp.layout.group_size(g); ++i) {
       if (q.rotate != rotation::none && i % r.shp.cols < R.per_row * R.block) continue;  // rotated: checked above
+      if (q.outliers != 0 && kept[i - b]) continue;  // checked above
       // A rotated payload's tails are saturated at +-2^(126-k) first (+-Inf included).
       const float x = q.rotate != rotation::none ? detail::saturate_rotated(input_at(r, i), detail::rotated_limit(R.log2))
                                                  : input_at(r, i);

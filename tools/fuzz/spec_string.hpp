@@ -14,7 +14,8 @@ inline bool same_quant(const pipecodec::quant_params& a, const pipecodec::quant_
   using pipecodec::group_kind;
   return a.bits == b.bits && a.group == b.group &&
          (a.group != group_kind::elements || a.group_size == b.group_size) && a.scale == b.scale &&
-         a.round == b.round && a.scale_dtype == b.scale_dtype && a.rotate == b.rotate && a.rotate_log2 == b.rotate_log2;
+         a.round == b.round && a.scale_dtype == b.scale_dtype && a.rotate == b.rotate && a.rotate_log2 == b.rotate_log2 &&
+         a.outliers == b.outliers;
 }
 
 // Equality of the fields that are meaningful for the spec's codec.

@@ -1,10 +1,12 @@
 // The 24 codec-parameter bytes of a quantization header, and its full validation.
 //   0 bits | 1 scale mode | 2 rounding | 3 scale dtype | 4 group kind
-//   5 rotation (0 none, 1 hadamard) | 6 log2 of the rotation block (0 without) | 7 zero
+//   5 rotation (0 none, 1 hadamard) | 6 log2 of the rotation block (0 without)
+//   7 outliers per group (0..16, core/outliers.hpp)
 //   8..15 effective group length (u64) | 16..23 seed of stochastic rounding and rotation signs (u64)
 #pragma once
 
 #include "hadamard.hpp"
+#include "outliers.hpp"
 #include "quant_layout.hpp"
 #include "quant_math.hpp"
 #include "sample_ids.hpp"
@@ -22,7 +24,7 @@ PIPECODEC_HD void write_quant_params(uint8_t* p, const quant_params& q, uint64_t
   p[4] = uint8_t(q.group);
   p[5] = uint8_t(q.rotate);
   p[6] = q.rotate_log2;
-  p[7] = 0;
+  p[7] = q.outliers;
   put_u64(p + 8, group_len);
   put_u64(p + 16, seeded ? seed : 0);
 }
@@ -30,7 +32,6 @@ PIPECODEC_HD void write_quant_params(uint8_t* p, const quant_params& q, uint64_t
 // Reads the parameters back and checks them against the shape; returns invalid_header
 // for anything an encoder could not have written.
 PIPECODEC_HD status read_quant_params(const uint8_t* p, const shape& s, quant_params& q) {
-  if (p[7] != 0) return status::invalid_header;
   q.bits = p[0];
   q.scale = scale_mode(p[1]);
   q.round = rounding(p[2]);
@@ -38,6 +39,7 @@ PIPECODEC_HD status read_quant_params(const uint8_t* p, const shape& s, quant_pa
   q.group = group_kind(p[4]);
   q.rotate = rotation(p[5]);
   q.rotate_log2 = p[6];
+  q.outliers = p[7];
   const uint64_t group_len = get_u64(p + 8);
   q.group_size = q.group == group_kind::elements && group_len <= 0xFFFFFFFFu ? uint32_t(group_len) : 128u;
   if (!valid_quant_params(q)) return status::invalid_header;
@@ -94,15 +96,16 @@ PIPECODEC_HD void store_group(uint8_t* payload, const quant_layout& L, uint64_t 
   }
 }
 
-// The padding of the two sections: after the last scale/offset up to the planes, and after
-// the last plane up to the layout's end. Offsets are relative to qp.bytes, so this also
-// serves the values section of a TopK payload (values_as_quant).
+// The padding of the sections: after the last scale/offset up to the planes, after the last
+// plane up to the outlier section, and after that up to the layout's end. Offsets are
+// relative to qp.bytes, so this also serves the values section of a TopK payload
+// (values_as_quant). Unused outlier entries are checked per group (valid_outliers).
 PIPECODEC_HD bool quant_sections_padding_zero(const quant_payload& qp) {
   const quant_layout& L = qp.layout;
   const uint64_t params_end = L.params_offset + L.groups * L.scale_bytes * (L.has_offset ? 2u : 1u);
-  const uint64_t codes_end = L.codes_offset + L.chunks * L.bits * 4u;
   return all_zero(qp.bytes + params_end, L.codes_offset - params_end) &&
-         all_zero(qp.bytes + codes_end, L.total - codes_end);
+         all_zero(qp.bytes + L.codes_end(), L.outliers_offset - L.codes_end()) &&
+         all_zero(qp.bytes + L.outliers_end(), L.total - L.outliers_end());
 }
 
 // Every padding byte of a quantization payload, the sample-id section's included.
@@ -126,11 +129,12 @@ PIPECODEC_HD bool padded_lanes_zero(const quant_payload& qp, uint64_t g) {
 }
 
 // Group g's stored fields: raw scale and offset are checked (not the derived offset), so
-// fp16 Inf/NaN or a negative scale is rejected before conversion hides it; and the padded
-// lanes of its last chunk must be zero.
+// fp16 Inf/NaN or a negative scale is rejected before conversion hides it; the padded
+// lanes of its last chunk must be zero, and its outlier entries well-formed.
 PIPECODEC_HD bool valid_stored_group(const quant_payload& qp, uint64_t g) {
   const quant_layout& L = qp.layout;
   if (!padded_lanes_zero(qp, g)) return false;
+  if (L.outliers != 0 && !valid_outliers(qp.bytes, L, g)) return false;
   if (L.scale_bytes == 2) {
     const uint8_t* sec = qp.bytes + L.params_offset;
     const uint16_t s = get_u16(sec + 2 * g);

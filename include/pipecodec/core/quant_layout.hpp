@@ -6,6 +6,7 @@
 // stored as `bits` little-endian u32 bit planes: bit l of plane j is bit j of the code of
 // lane l. Sections:
 //   header (64) | scales[groups] (+ offsets[groups] for minmax), padded to 16 | planes, padded to 16
+//   [outliers=N: values[groups * N] (fp32) | positions[groups * N] (u8/u16/u32), padded to 16]
 #pragma once
 
 #include "format.hpp"
@@ -22,9 +23,16 @@ struct quant_layout {
   uint32_t scale_bytes = 0;       // bytes of one stored scale or offset (4 or 2)
   bool has_offset = false;        // minmax stores an offset per group
   uint32_t rotate_log2 = 0;       // rotation block (0: none), core/hadamard.hpp
+  uint32_t outliers = 0;          // entries per group of the outlier section (core/outliers.hpp)
+  uint32_t position_bytes = 0;    // bytes of one outlier position: 1, 2 or 4
   uint64_t params_offset = 0;     // byte offset of the scales section
   uint64_t codes_offset = 0;      // byte offset of the bit-plane section
+  uint64_t outliers_offset = 0;   // byte offset of the outlier values (their positions follow)
   uint64_t total = 0;             // whole payload, header included
+
+  PIPECODEC_HD uint64_t codes_end() const { return codes_offset + chunks * bits * 4; }
+  PIPECODEC_HD uint64_t positions_offset() const { return outliers_offset + groups * outliers * 4; }
+  PIPECODEC_HD uint64_t outliers_end() const { return positions_offset() + groups * outliers * position_bytes; }
 
   PIPECODEC_HD uint64_t group_begin(uint64_t g) const { return g * group_len; }
   PIPECODEC_HD uint64_t group_size(uint64_t g) const {
@@ -67,7 +75,11 @@ PIPECODEC_HD bool make_quant_layout(const quant_params& q, const shape& s, quant
   }
   L.params_offset = header_bytes;
   L.codes_offset = L.params_offset + align16(L.groups * L.scale_bytes * (L.has_offset ? 2u : 1u));
-  L.total = L.codes_offset + align16(L.chunks * L.bits * 4u);
+  L.outliers_offset = L.codes_offset + align16(L.chunks * L.bits * 4u);
+  L.outliers = q.outliers;
+  if (L.outliers != 0 && L.group_len > 0xFFFFFFFFu) return false;  // positions are at most u32
+  L.position_bytes = L.group_len <= 256 ? 1u : L.group_len <= 65536 ? 2u : 4u;
+  L.total = L.outliers_offset + align16(L.groups * L.outliers * (4u + L.position_bytes));
   return true;
 }
 

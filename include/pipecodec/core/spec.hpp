@@ -35,7 +35,11 @@ struct quant_params {
   dtype scale_dtype = dtype::f32;          // f32 or f16
   rotation rotate = rotation::none;        // hadamard: rotate blocks of each row first (core/hadamard.hpp)
   uint8_t rotate_log2 = 0;                 // hadamard: log2 of the block, 5..12; none: 0
+  uint8_t outliers = 0;                    // largest-magnitude values per group sent exactly, 0..16
 };
+
+// Outliers per group at most; with rotation none (core/outliers.hpp says why).
+constexpr uint32_t max_outliers = 16;
 
 enum class topk_scope : uint8_t { tensor = 1, row = 2 };
 enum class index_layout : uint8_t { automatic = 0, u32 = 1, u16 = 2, bitmap = 3 };
@@ -98,6 +102,7 @@ PIPECODEC_HD constexpr bool valid_rotation(rotation r, uint8_t log2) {
 
 PIPECODEC_HD constexpr bool valid_quant_params(const quant_params& q) {
   if (q.bits < 1 || q.bits > 8 || !valid_rotation(q.rotate, q.rotate_log2)) return false;
+  if (q.outliers > max_outliers || (q.outliers != 0 && q.rotate != rotation::none)) return false;
   if (q.scale != scale_mode::minmax && q.scale != scale_mode::absmax) return false;
   return valid_rounding(q.round) && valid_grouping(q.group, q.group_size, q.scale_dtype);
 }

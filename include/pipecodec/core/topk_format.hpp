@@ -35,8 +35,9 @@ PIPECODEC_HD status resolve_topk(const spec& s, const shape& shp, uint64_t seed,
   if (t.scope != topk_scope::tensor && t.scope != topk_scope::row) return status::invalid_spec;
   if (uint8_t(t.values) < 1 || uint8_t(t.values) > 4) return status::invalid_spec;
   if (t.values == value_kind::quant) {
-    // Kept values are scattered, not rows: they have no blocks to rotate.
-    if (!valid_quant_params(t.vquant) || t.vquant.rotate != rotation::none) return status::invalid_spec;
+    // Kept values are scattered, not rows (no blocks to rotate), and the largest already.
+    if (!valid_quant_params(t.vquant) || t.vquant.rotate != rotation::none || t.vquant.outliers != 0)
+      return status::invalid_spec;
     if (t.vquant.group == group_kind::elements && t.vquant.group_size > vquant_max_group_size)
       return status::invalid_spec;
     d.vquant = t.vquant;

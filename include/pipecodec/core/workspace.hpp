@@ -1,7 +1,7 @@
 // Workspace layout: one figure serves both backends (the host backend uses none of it).
 // The CUDA backend aligns the caller's pointer up to 16 bytes, then uses
 //   [status area: device-side status word, codec, parsed header]
-//   [quantization, large groups only: partial statistics per tile | parameters per group]
+//   [quantization, large groups or outliers: partial statistics per tile | parameters per group]
 //   [quantization with rotation: the rotated tensor in fp32 (the host backend uses this too)]
 // Groups of more than quant_resident_chunks chunks are encoded in three passes: statistics
 // of tiles of quant_tile_chunks chunks, one reduction per group, then quantization.
@@ -30,7 +30,9 @@ struct quant_workspace {
 
 PIPECODEC_HD quant_workspace make_quant_workspace(const quant_layout& L) {
   quant_workspace w;
-  w.tiled = L.chunks_per_group > quant_resident_chunks;
+  // Outlier keeping computes each group's parameters in a kernel of its own, then
+  // quantizes as the tiled path does.
+  w.tiled = L.chunks_per_group > quant_resident_chunks || L.outliers != 0;
   if (w.tiled) {
     w.tiles_per_group = ceil_div(L.chunks_per_group, quant_tile_chunks);
     w.tiles = L.groups * w.tiles_per_group;

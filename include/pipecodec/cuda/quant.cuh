@@ -35,8 +35,13 @@ inline void launch_quant_encode(Src src, Sink sink, const quant_params& q, const
     return;
   }
   const uint32_t tile_grid = grid_for(W.tiles, block_warps, cap);
-  launch<quant_tile_stats_kernel<Src>>(tile_grid, block_threads, 0, stream, src, L, W, h, p, ws, with_header);
-  launch<quant_finalize_kernel<block_threads>>(grid_for(L.groups, 1, cap), block_threads, 0, stream, q, L, W, p, ws);
+  if (L.outliers != 0) {  // never embedded (TopK's values refuse outliers): with_header holds
+    launch<quant_outlier_kernel<Src>>(grid_for(L.groups, block_warps, cap), block_threads, 0, stream, src, q, L, W, h,
+                                      p, ws);
+  } else {
+    launch<quant_tile_stats_kernel<Src>>(tile_grid, block_threads, 0, stream, src, L, W, h, p, ws, with_header);
+    launch<quant_finalize_kernel<block_threads>>(grid_for(L.groups, 1, cap), block_threads, 0, stream, q, L, W, p, ws);
+  }
   launch<quant_tile_encode_kernel<B, R, Src, Sink>>(tile_grid, block_threads, 0, stream, src, sink, q, L, W, seed, p,
                                                      ws);
 }
@@ -77,27 +82,36 @@ inline status launch_quant(Src src, Sink sink, const quant_params& q, const quan
       else
         launch_quant_encode<B, rounding::stochastic>(from, to, q, P.L, P.W, h, seed, p, ws, P.cap, stream);
     };
+    // Stateful schemes (a sink) after a rotated or outlier-keeping encode: the decoded
+    // values, rotated back or with the outliers in place, go to the sink in a pass of its own.
+    const auto decoded_to_sink = [&](uint32_t grid, size_t smem) {
+      if constexpr (!std::is_same_v<Sink, no_sink>) {
+        quant_payload qp;
+        qp.hdr = h;
+        qp.q = q;
+        qp.layout = P.L;
+        qp.bytes = p;
+        qp.seed = seed;
+        launch<decoded_sink_kernel<Src, Sink>>(grid, block_threads, smem, stream, qp, src, sink);
+      }
+    };
     if (q.rotate == rotation::none || P.L.n == 0) {
-      encode(src, sink);
+      if (q.outliers == 0 || P.L.n == 0) {
+        encode(src, sink);
+        return last_launch_status();
+      }
+      encode(src, no_sink{});
+      decoded_to_sink(grid_for(P.W.tiles, block_warps, P.cap), 0);
       return last_launch_status();
     }
-    // Rotate into the workspace, quantize that, then (stateful schemes) hand the decoded
-    // values, rotated back, to the sink.
+    // Rotate into the workspace and quantize that.
     const rotation_layout R = make_rotation_layout(q.rotate_log2, shp);
     const uint32_t grid = grid_for(R.blocks() + ceil_div(R.rows * R.tail, block_threads), 1, P.cap);
     const size_t smem = size_t(4) << R.log2;
     float* y = reinterpret_cast<float*>(ws + P.W.rotated_offset);
     launch<rotate_kernel<Src>>(grid, block_threads, smem, stream, src, R, seed, y);
     encode(tensor_source<dtype::f32>{y}, no_sink{});
-    if constexpr (!std::is_same_v<Sink, no_sink>) {
-      quant_payload qp;
-      qp.hdr = h;
-      qp.q = q;
-      qp.layout = P.L;
-      qp.bytes = p;
-      qp.seed = seed;
-      launch<rotated_sink_kernel<Src, Sink>>(grid, block_threads, smem, stream, qp, src, sink);
-    }
+    decoded_to_sink(grid, smem);
     return last_launch_status();
   });
 }

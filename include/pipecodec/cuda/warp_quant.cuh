@@ -20,7 +20,8 @@ __device__ inline void write_quant_header(uint8_t* payload, const header& h, con
   write_header(payload, h);
   const uint64_t params_end = L.params_offset + L.groups * L.scale_bytes * (L.has_offset ? 2u : 1u);
   for (uint64_t i = params_end; i < L.codes_offset; ++i) payload[i] = 0;
-  for (uint64_t i = L.codes_offset + L.chunks * L.bits * 4; i < L.total; ++i) payload[i] = 0;
+  for (uint64_t i = L.codes_end(); i < L.outliers_offset; ++i) payload[i] = 0;
+  for (uint64_t i = L.outliers_end(); i < L.total; ++i) payload[i] = 0;  // outlier entries: their kernel
 }
 
 // Quantizes one 32-element chunk held one element per lane and stores its Bits planes at

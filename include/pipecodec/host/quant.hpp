@@ -25,6 +25,42 @@ inline group_stats group_statistics(const void* x, uint64_t begin, uint64_t len)
   }
 }
 
+// Outlier keeping (core/outliers.hpp): group g's best-ranked elements into `top`, sorted
+// by position, and the statistics of the others.
+template <dtype In>
+inline group_stats select_outliers(const void* x, const quant_layout& L, uint64_t g, top_list& top) {
+  const uint64_t begin = L.group_begin(g), len = L.group_size(g);
+  const uint32_t count = outlier_count(L, g);
+  for (uint64_t i = 0; i < len; ++i) top.offer(outlier_key(load<In>(x, begin + i)), i, count);
+  group_stats rest;
+  if (count < len) {
+    const uint32_t last_key = top.key[count - 1];
+    const uint64_t last = top.index[count - 1];
+    for (uint64_t i = 0; i < len; ++i) {
+      const float v = load<In>(x, begin + i);
+      if (ranks_before(last_key, last, outlier_key(v), i)) stats_add(rest, v);
+    }
+  }
+  for (uint32_t j = 1; j < count; ++j)  // by position
+    for (uint32_t k = j; k > 0 && top.index[k] < top.index[k - 1]; --k) {
+      const uint64_t i = top.index[k];
+      top.index[k] = top.index[k - 1];
+      top.index[k - 1] = i;
+    }
+  return rest;
+}
+
+// Group g's entries, once its parameters are known (unused entries zero).
+template <dtype In>
+inline void store_outliers(const void* x, const quant_layout& L, uint64_t g, const top_list& top,
+                           const group_params& p, const quant_consts& c, uint8_t* payload) {
+  const uint64_t begin = L.group_begin(g);
+  for (uint32_t j = 0; j < L.outliers; ++j) {
+    if (j < top.count) put_outlier(payload, L, g, j, top.index[j], kept_value(load<In>(x, begin + top.index[j]), p, c));
+    else put_outlier(payload, L, g, j, 0, 0.0F);
+  }
+}
+
 // Uniforms in [0, 1) for elements e0 .. e0+31 of the rounding stream. The block loop has a
 // fixed trip count so compilers run the Philox blocks side by side in vector lanes.
 inline void uniforms32(uint64_t seed, uint64_t e0, float* u) {
@@ -65,9 +101,12 @@ template <dtype In, uint32_t Bits, rounding R>
 inline void encode_group(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
                          uint64_t seed, uint8_t* payload) {
   const uint64_t begin = L.group_begin(g), len = L.group_size(g);
-  const group_params p = make_params(group_statistics<In>(x, begin, len), q);
+  top_list top;
+  const group_stats st = L.outliers != 0 ? select_outliers<In>(x, L, g, top) : group_statistics<In>(x, begin, len);
+  const group_params p = make_params(st, q);
   store_group(payload, L, g, p);
   const quant_consts c = consts_for(Bits, q.scale);
+  if (L.outliers != 0) store_outliers<In>(x, L, g, top, p, c, payload);
   uint8_t* dst = payload + L.codes_offset + L.group_chunk(g) * Bits * 4;
 #if defined(__AVX2__)
   float u[128];  // uniforms of elements u_begin .. u_end - 1 of the group
@@ -115,6 +154,8 @@ inline void decode_group(const quant_payload& qp, uint64_t g, void* out) {
   load_group(qp, g, scale, offset);
   const float zero = consts_for(Bits, qp.q.scale).zero;
   const uint8_t* src = qp.bytes + L.codes_offset + L.group_chunk(g) * Bits * 4;
+  const uint32_t outliers = L.outliers != 0 ? outlier_count(L, g) : 0;
+  uint32_t j = 0;  // next outlier entry (sorted by position)
   for (uint64_t e = 0; e < len; e += 32, src += Bits * 4) {
     const uint32_t cnt = len - e < 32 ? uint32_t(len - e) : 32u;
     uint32_t planes[Bits];
@@ -123,6 +164,11 @@ inline void decode_group(const quant_payload& qp, uint64_t g, void* out) {
     unpack_chunk<Bits>(planes, codes);
     float v[32];
     for (uint32_t l = 0; l < 32; ++l) v[l] = dequantize(codes[l], scale, offset, zero);
+    for (; j < outliers; ++j) {
+      const uint64_t pos = outlier_position(qp.bytes, L, g, j);
+      if (pos >= e + 32) break;
+      v[pos - e] = outlier_value(qp.bytes, L, g, j);
+    }
     for (uint32_t l = 0; l < cnt; ++l) {
       if constexpr (Accumulate)
         store<Out>(out, begin + e + l, add_rn(load<Out>(out, begin + e + l), v[l]));
@@ -163,12 +209,12 @@ inline status encode_quant(const quant_params& q, const_tensor_view in, void* pa
   write_payload_header(p, codec_id::quant, in, L.total, [&](uint8_t* params) {
     write_quant_params(params, q, L.group_len, seed);
   });
-  // Every scale and every chunk's planes are written below; only the section paddings
-  // remain, and padding is zero on the wire.
+  // Every scale, every chunk's planes and every outlier entry are written below; only the
+  // section paddings remain, and padding is zero on the wire.
   const uint64_t params_end = L.params_offset + L.groups * L.scale_bytes * (L.has_offset ? 2u : 1u);
   memset(p + params_end, 0, L.codes_offset - params_end);
-  const uint64_t codes_end = L.codes_offset + L.chunks * L.bits * 4u;
-  memset(p + codes_end, 0, L.total - codes_end);
+  memset(p + L.codes_end(), 0, L.outliers_offset - L.codes_end());
+  memset(p + L.outliers_end(), 0, L.total - L.outliers_end());  // outlier entries: store_outliers
 
   const status st = dispatch_dtype_bits(type, q.bits, [&](auto tc, auto bc) {
     constexpr dtype T = decltype(tc)::value;

@@ -5,6 +5,7 @@
 //          scale=minmax|absmax (minmax)  round=nearest|stochastic (nearest)
 //          scale_dtype=fp32|fp16 (fp32)  rotate=none|hadamard (none)
 //          rotate_block=32|64|..|4096 (128; with rotate=hadamard only)
+//          outliers=0..16 (0; largest-magnitude values per group sent exactly; not with rotate)
 //   plain: dtype=fp32|fp16|bf16 (fp32)
 //   topk:  ratio=R (0.1) | k=N   scope=tensor|row (tensor)   index=auto|u32|u16|bitmap (auto)
 //          values=fp32|fp16|bf16|quant (fp32), with values=quant the quant keys above apply
@@ -102,6 +103,9 @@ inline int apply_quant_key(std::string_view k, std::string_view v, quant_params&
     if (v == "hadamard") q.rotate = rotation::hadamard;
     else if (v == "none") q.rotate = rotation::none;
     else return -1;
+  } else if (k == "outliers") {
+    if (!parse_u64(v, n) || n > max_outliers) return -1;
+    q.outliers = uint8_t(n);
   } else if (k == "rotate_block") {
     if (!parse_u64(v, n) || n < (1u << min_rotate_log2) || n > (1u << max_rotate_log2) || (n & (n - 1)) != 0)
       return -1;
@@ -146,8 +150,8 @@ inline int apply_sparse_key(std::string_view k, std::string_view v, topk_params&
   } else if (randk && k == "unbiased") {
     if (v != "0" && v != "1") return -1;
     t.unbiased = v == "1";
-  } else if (k == "rotate" || k == "rotate_block") {
-    return 0;  // kept values are scattered, not rows: nothing to rotate
+  } else if (k == "rotate" || k == "rotate_block" || k == "outliers") {
+    return 0;  // kept values are scattered, not rows, and already the largest ones
   } else {
     return apply_quant_key(k, v, t.vquant);
   }
@@ -245,6 +249,9 @@ inline status parse_spec(std::string_view text, spec& out, std::string* error = 
     if (q.rotate == rotation::none && q.rotate_log2 != 0)
       return detail::spec_error(error, "key 'rotate_block' needs rotate=hadamard");
     if (q.rotate == rotation::hadamard && q.rotate_log2 == 0) q.rotate_log2 = 7;  // blocks of 128
+    if (q.outliers != 0 && q.rotate != rotation::none)
+      return detail::spec_error(error, "key 'outliers' does not go with rotate=hadamard (rotation spreads outliers "
+                                       "over the block already)");
   }
   out = s;
   return status::success;
@@ -272,7 +279,8 @@ inline std::string quant_keys(const quant_params& q) {
          ",scale=" + (q.scale == scale_mode::minmax ? "minmax" : "absmax") +
          ",round=" + rounding_text(q.round) +
          ",scale_dtype=" + to_string(q.scale_dtype) +
-         (q.rotate == rotation::hadamard ? ",rotate=hadamard,rotate_block=" + std::to_string(1u << q.rotate_log2) : "");
+         (q.rotate == rotation::hadamard ? ",rotate=hadamard,rotate_block=" + std::to_string(1u << q.rotate_log2) : "") +
+         (q.outliers != 0 ? ",outliers=" + std::to_string(q.outliers) : "");
 }
 }  // namespace detail
 

@@ -25,10 +25,24 @@ __device__ void decode_quant_warps(const quant_payload& qp, const Sink& sink) {
     float scale, offset;
     load_group(qp, g, scale, offset);
     const uint8_t* src = qp.bytes + L.codes_offset + L.group_chunk(g) * Bits * 4;
+    // Outlier keeping: lane j holds entry j; each chunk asks every entry whether it is one
+    // of the chunk's elements (warp-uniform count, at most 16).
+    const uint32_t outliers = L.outliers != 0 ? outlier_count(L, g) : 0;
+    uint32_t pos = 0xFFFFFFFFu;
+    float kept = 0.0F;
+    if (lane < outliers) {
+      pos = uint32_t(outlier_position(qp.bytes, L, g, lane));
+      kept = outlier_value(qp.bytes, L, g, lane);
+    }
 #pragma unroll 4
     for (uint64_t k = k0; k < k1; ++k) {
-      const float v = warp_decode_chunk<Bits>(src + k * Bits * 4, aligned, scale, offset, zero);
+      float v = warp_decode_chunk<Bits>(src + k * Bits * 4, aligned, scale, offset, zero);
       const uint64_t e = k * 32 + lane;
+      for (uint32_t j = 0; j < outliers; ++j) {
+        const uint32_t pj = __shfl_sync(full_warp, pos, j);
+        const float vj = __shfl_sync(full_warp, kept, j);
+        if (pj == e) v = vj;
+      }
       if (e < len) sink(begin + e, v);
     }
   }

@@ -4,6 +4,7 @@
 // of quant_tile_chunks chunks -> partial statistics, one block per group reduces them and
 // stores the parameters, then one warp per tile quantizes (a second read of the input).
 // The resident path gives each warp quant_batch_groups consecutive groups at a time.
+// Outlier keeping replaces the first two passes of the tiled path by one kernel.
 // with_header = false: the sections are embedded in another payload (TopK's quantized
 // values), whose encoder writes the header and zeroes the padding itself.
 // Kernels read element i as src(i) and hand every decoded value to a sink (warp_quant.cuh):
@@ -79,6 +80,63 @@ __global__ void __launch_bounds__(block_threads)
     for (uint64_t e = tp.k0 * 32 + lane; e < end; e += 32) stats_add(s, src(begin + e));
     s = warp_allreduce_stats(s);
     if (lane == 0) partials[t] = s;
+  }
+}
+
+// Outlier keeping (core/outliers.hpp), one warp per group: each lane ranks its own elements
+// (a short sorted list), `count` rounds of a warp-wide argmax merge the lists, then the
+// others' statistics give the group's parameters (stored, and kept for the tile encoder)
+// and the kept elements are written sorted by position.
+template <class Src>
+__global__ void __launch_bounds__(block_threads)
+    quant_outlier_kernel(Src src, quant_params q, quant_layout L, quant_workspace W, header h, uint8_t* payload,
+                         uint8_t* ws) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) write_quant_header(payload, h, L);
+  group_params* params = reinterpret_cast<group_params*>(ws + W.params_offset);
+  const uint32_t lane = lane_id();
+  for (uint64_t g = global_warp(); g < L.groups; g += warp_count()) {
+    const uint64_t begin = L.group_begin(g), len = L.group_size(g);
+    const uint32_t count = outlier_count(L, g);
+    top_list mine;
+    for (uint64_t e = lane; e < len; e += 32) mine.offer(outlier_key(src(begin + e)), e, count);
+    uint32_t head = 0, last_key = 0, kept = 0;  // lane j keeps the j-th pick
+    uint32_t last = 0;
+    for (uint32_t r = 0; r < count; ++r) {
+      uint32_t k = 0, i = 0xFFFFFFFFu;  // an exhausted lane ranks after every element
+      if (head < mine.count) {
+        k = mine.key[head];
+        i = uint32_t(mine.index[head]);
+      }
+#pragma unroll
+      for (uint32_t d = 16; d > 0; d /= 2) {
+        const uint32_t ko = __shfl_xor_sync(full_warp, k, d), io = __shfl_xor_sync(full_warp, i, d);
+        if (ranks_before(ko, io, k, i)) {
+          k = ko;
+          i = io;
+        }
+      }
+      if (head < mine.count && uint32_t(mine.index[head]) == i) ++head;
+      if (lane == r) kept = i;
+      last_key = k;
+      last = i;
+    }
+    group_stats s;
+    if (count < len)
+      for (uint64_t e = lane; e < len; e += 32) {
+        const float v = src(begin + e);
+        if (ranks_before(last_key, last, outlier_key(v), e)) stats_add(s, v);
+      }
+    const group_params p = make_params(warp_allreduce_stats(s), q);  // the same on every lane
+    uint32_t slot = 0;  // kept's place in position order
+    for (uint32_t t = 0; t < count; ++t) slot += __shfl_sync(full_warp, kept, t) < kept ? 1u : 0u;
+    if (lane < count)
+      put_outlier(payload, L, g, slot, kept, kept_value(src(begin + kept), p, consts_for(q.bits, q.scale)));
+    else if (lane < L.outliers)
+      put_outlier(payload, L, g, lane, 0, 0.0F);
+    if (lane == 0) {
+      store_group(payload, L, g, p);
+      params[g] = p;
+    }
   }
 }
 

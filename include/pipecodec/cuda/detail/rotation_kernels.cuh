@@ -91,11 +91,12 @@ __device__ void decode_quant_elements(const quant_payload& qp, float* buffer, co
   });
 }
 
-// The state update of a fused step after a rotated encode: sink(i, src(i), decoded value).
+// The state update of a fused step after a rotated or outlier-keeping encode:
+// sink(i, src(i), decoded value). Dynamic shared memory: rotated payloads only.
 template <class Src, class Sink>
-__global__ void __launch_bounds__(block_threads) rotated_sink_kernel(quant_payload qp, Src src, Sink sink) {
+__global__ void __launch_bounds__(block_threads) decoded_sink_kernel(quant_payload qp, Src src, Sink sink) {
   PIPECODEC_SHARED_DYNAMIC(float, v);
-  decode_rotated_blocks(qp, v, [&](uint64_t i, float d) { sink(i, src(i), d); });
+  decode_quant_elements(qp, v, [&](uint64_t i, float d) { sink(i, src(i), d); });
 }
 
 }  // namespace pipecodec::cuda::detail
