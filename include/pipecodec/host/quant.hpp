@@ -26,19 +26,29 @@ inline group_stats group_statistics(const void* x, uint64_t begin, uint64_t len)
 }
 
 // Outlier keeping (core/outliers.hpp): group g's best-ranked elements into `top`, sorted
-// by position, and the statistics of the others.
+// by position, and the statistics of the others. The group goes in blocks of up to 512 keys
+// (signed, so a taken key can be marked -1 below every real one): up to `count` passes per
+// block each take the block's largest key, the first index holding it (the ranking's tie
+// rule), until the block has nothing that beats the list's last entry. The passes are plain
+// max and compare loops, which compilers vectorize. The kept elements are then masked out of
+// the min/max pass as NaN, which group statistics ignore.
 template <dtype In>
 inline group_stats select_outliers(const void* x, const quant_layout& L, uint64_t g, top_list& top) {
   const uint64_t begin = L.group_begin(g), len = L.group_size(g);
   const uint32_t count = outlier_count(L, g);
-  for (uint64_t i = 0; i < len; ++i) top.offer(outlier_key(load<In>(x, begin + i)), i, count);
-  group_stats rest;
-  if (count < len) {
-    const uint32_t last_key = top.key[count - 1];
-    const uint64_t last = top.index[count - 1];
-    for (uint64_t i = 0; i < len; ++i) {
-      const float v = load<In>(x, begin + i);
-      if (ranks_before(last_key, last, outlier_key(v), i)) stats_add(rest, v);
+  constexpr uint32_t block = 512;
+  for (uint64_t b = 0; b < len; b += block) {
+    const uint32_t n = len - b < block ? uint32_t(len - b) : block;
+    int32_t keys[block];
+    for (uint32_t l = 0; l < n; ++l) keys[l] = int32_t(outlier_key(load<In>(x, begin + b + l)));
+    for (uint32_t r = 0; r < count; ++r) {
+      int32_t most = -1;
+      for (uint32_t l = 0; l < n; ++l) most = keys[l] > most ? keys[l] : most;
+      if (most < 0 || (top.count == count && uint32_t(most) <= top.key[count - 1])) break;
+      uint32_t at = 0;
+      while (keys[at] != most) ++at;
+      top.offer(uint32_t(most), b + at, count);
+      keys[at] = -1;
     }
   }
   for (uint32_t j = 1; j < count; ++j)  // by position
@@ -47,6 +57,15 @@ inline group_stats select_outliers(const void* x, const quant_layout& L, uint64_
       top.index[k] = top.index[k - 1];
       top.index[k - 1] = i;
     }
+  group_stats rest;
+  uint32_t j = 0;  // next kept element
+  for (uint64_t e = 0; e < len && count < len; e += 32) {
+    const uint32_t n = len - e < 32 ? uint32_t(len - e) : 32u;
+    float v[32];
+    for (uint32_t l = 0; l < n; ++l) v[l] = load<In>(x, begin + e + l);
+    for (; j < count && top.index[j] < e + n; ++j) v[top.index[j] - e] = __builtin_nanf("");
+    rest = stats_merge(rest, minmax_f32(v, n));
+  }
   return rest;
 }
 

@@ -99,8 +99,8 @@ __global__ void __launch_bounds__(block_threads)
     const uint32_t count = outlier_count(L, g);
     top_list mine;
     for (uint64_t e = lane; e < len; e += 32) mine.offer(outlier_key(src(begin + e)), e, count);
-    uint32_t head = 0, last_key = 0, kept = 0;  // lane j keeps the j-th pick
-    uint32_t last = 0;
+    uint32_t head = 0, kept = 0;  // lane j keeps the j-th pick
+    uint32_t last_key = 0, last = 0;  // the last pick
     for (uint32_t r = 0; r < count; ++r) {
       uint32_t k = 0, i = 0xFFFFFFFFu;  // an exhausted lane ranks after every element
       if (head < mine.count) {
