@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "../common/backend_checks.hpp"
+#include "../common/spec_text.hpp"
 #include "gpu_backend.hpp"
 
 using namespace pipecodec;
@@ -14,12 +15,6 @@ using testg::quick;
 using testg::sized;
 
 namespace {
-
-spec parse(const char* text) {
-  spec s;
-  REQUIRE_MESSAGE(ok(parse_spec(text, s)), text);
-  return s;
-}
 
 const char* const float_specs[] = {
     "fp8",          "fp8:format=e5m2,group=32,scale_dtype=fp16", "fp8:group=row,round=stochastic",
@@ -40,7 +35,7 @@ TEST_CASE("fp8/mx: GPU payloads and decodes equal the host backend (sweep)") {
         CAPTURE(int(in_t));
         CAPTURE(shp.rows);
         CAPTURE(shp.cols);
-        testb::check_matches_host(b, parse(text), in_t, shp, 5, {dtype::f32, dtype::f16, dtype::bf16});
+        testb::check_matches_host(b, testspec::parse(text), in_t, shp, 5, {dtype::f32, dtype::f16, dtype::bf16});
       }
 }
 
@@ -48,7 +43,7 @@ TEST_CASE("fp8/mx: large tensors (2^20 + 3 on a GPU, 2^15 + 3 emulated): many ti
   testg::gpu_backend b;
   const uint64_t n = sized((1u << 20) + 3, (1u << 15) + 3);
   for (const char* text : {"fp8:group=tensor", "fp8:group=4096,round=stochastic", "mx:format=fp4_e2m1"})
-    testb::check_matches_host(b, parse(text), dtype::f32, shape(n), 2, {dtype::f32});
+    testb::check_matches_host(b, testspec::parse(text), dtype::f32, shape(n), 2, {dtype::f32});
 }
 
 TEST_CASE("fp8/mx: non-finite, huge and subnormal inputs equal the host backend") {
@@ -65,7 +60,7 @@ TEST_CASE("fp8/mx: non-finite, huge and subnormal inputs equal the host backend"
     for (const char* text : float_specs) {
       CAPTURE(text);
       CAPTURE(int(in_t));
-      testb::check_matches_host(b, parse(text), in, in_t, shape(x.size()), 9, {dtype::f32, dtype::f16});
+      testb::check_matches_host(b, testspec::parse(text), in, in_t, shape(x.size()), 9, {dtype::f32, dtype::f16});
     }
   }
 }
@@ -82,7 +77,7 @@ TEST_CASE("fp8/mx: default stream, CUDA graph capture, unaligned payload and wor
       CAPTURE(int(mode));
       CAPTURE(off);
       for (const char* text : {"fp8:scale_dtype=fp16,round=stochastic", "mx:format=fp6_e3m2"})
-        testb::check_matches_host(b, parse(text), dtype::bf16, shape(3, 333), 77, {dtype::f32, dtype::bf16});
+        testb::check_matches_host(b, testspec::parse(text), dtype::bf16, shape(3, 333), 77, {dtype::f32, dtype::bf16});
     }
   }
 }
@@ -91,7 +86,7 @@ TEST_CASE("fp8/mx: hostile payloads are rejected with the host's status, output 
   testg::gpu_backend b;
   for (const char* text : {"fp8:group=32", "fp8:group=row,scale_dtype=fp16", "mx:format=fp8_e4m3", "mx:format=fp4_e2m1"}) {
     CAPTURE(text);
-    const spec s = parse(text);
+    const spec s = testspec::parse(text);
     const shape shp(2, 45);
     std::vector<uint8_t> good;
     REQUIRE(ok(testb::host_encode(s, testdata::as_bytes(testdata::uniform(90, 1), dtype::f32), dtype::f32, shp, 0,

@@ -5,18 +5,12 @@
 
 #include <limits>
 
-#include "../common/backend_checks.hpp"
-#include "gpu_backend.hpp"
+#include "../common/spec_text.hpp"
+#include "launch_checks.hpp"
 
 using namespace pipecodec;
 
 namespace {
-
-spec outlier_spec(const char* text) {
-  spec s;
-  REQUIRE(ok(parse_spec(text, s)));
-  return s;
-}
 
 const char* const specs[] = {
     "quant:bits=2,group=128,outliers=4",
@@ -48,23 +42,15 @@ TEST_CASE("outliers: GPU payloads and decodes equal the host backend") {
         CAPTURE(shp.rows);
         CAPTURE(shp.cols);
         CAPTURE(int(in_t));
-        testb::check_matches_host(b, outlier_spec(text), in_t, shp, ++seed, {dtype::f32, dtype::f16});
+        testb::check_matches_host(b, testspec::parse(text), in_t, shp, ++seed, {dtype::f32, dtype::f16});
         const std::vector<uint8_t> in = testdata::as_bytes(channel_data(shp, seed), in_t);
-        testb::check_matches_host(b, outlier_spec(text), in, in_t, shp, seed, {dtype::f32});
+        testb::check_matches_host(b, testspec::parse(text), in, in_t, shp, seed, {dtype::f32});
       }
 }
 
 TEST_CASE("outliers: non-finite inputs, default stream, graph capture and unaligned pointers") {
-  const spec s = outlier_spec("quant:bits=4,group=64,outliers=3");
-  for (testg::launch_mode mode : {testg::launch_mode::stream, testg::launch_mode::default_stream,
-                                  testg::launch_mode::graph}) {
-    testg::gpu_backend b;
-    b.mode = mode;
-    b.payload_offset = mode == testg::launch_mode::graph ? 3 : 0;
-    b.workspace_offset = mode == testg::launch_mode::graph ? 1 : 0;
-    CAPTURE(int(mode));
-    testb::check_matches_host(b, s, dtype::f16, shape(3, 300), 7, {dtype::bf16});
-  }
+  const spec s = testspec::parse("quant:bits=4,group=64,outliers=3");
+  testg::check_matches_host_every_mode(s, dtype::f16, shape(3, 300), 7, {dtype::bf16});
   testg::gpu_backend b;
   std::vector<float> x(4 * 128, 0.5F);
   x[3] = std::numeric_limits<float>::infinity();

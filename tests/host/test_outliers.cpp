@@ -12,6 +12,7 @@
 #include "../common/data.hpp"
 #include "../common/print.hpp"
 #include "../common/quant_check.hpp"
+#include "../common/spec_text.hpp"
 #include "pipecodec/pipecodec.hpp"
 
 using namespace pipecodec;
@@ -19,13 +20,6 @@ using namespace pipecodec;
 namespace {
 
 constexpr size_t outliers_byte = 40 + 7;  // header params start at 40 (docs/FORMAT.md)
-
-spec outlier_spec(const std::string& text) {
-  spec s;
-  std::string err;
-  REQUIRE_MESSAGE(ok(parse_spec(text, s, &err)), text << ": " << err);
-  return s;
-}
 
 // Activation-like rows with outlier channels: every 37th column 20-100x larger.
 std::vector<float> channel_data(shape shp, uint64_t seed) {
@@ -114,7 +108,7 @@ TEST_CASE("outliers: the kept set, exact values, the others' scale and bound") {
         CAPTURE(shp.rows);
         CAPTURE(shp.cols);
         CAPTURE(t);
-        const spec s = outlier_spec(text);
+        const spec s = testspec::parse(text);
         const std::vector<uint8_t> in = testdata::as_bytes(channel_data(shp, shp.cols + 3), t);
         std::vector<float> x(shp.size());
         for (size_t i = 0; i < x.size(); ++i) x[i] = testdata::element(in, t, i);
@@ -132,7 +126,7 @@ TEST_CASE("outliers: ties keep the lower index; NaN and Inf are not kept while f
   x[12] = testdata::from_bits(0x7FC00123u);
   x[30] = -INFINITY;
   x[31] = INFINITY;
-  const spec s = outlier_spec("quant:bits=2,group=64,outliers=2");
+  const spec s = testspec::parse("quant:bits=2,group=64,outliers=2");
   std::vector<uint8_t> p = testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp);
   std::vector<float> d = testq::decode_f32(p, shp);
   check_outliers(s, x, p, d);
@@ -155,7 +149,7 @@ TEST_CASE("outliers: ties keep the lower index; NaN and Inf are not kept while f
   y[1] = 1.0F;
   y[2] = INFINITY;
   y[3] = -INFINITY;
-  const spec s3 = outlier_spec("quant:bits=3,group=32,outliers=3");
+  const spec s3 = testspec::parse("quant:bits=3,group=32,outliers=3");
   p = testq::encode(s3, testdata::as_bytes(y, dtype::f32), dtype::f32, small);
   d = testq::decode_f32(p, small);
   check_outliers(s3, y, p, d);
@@ -169,7 +163,7 @@ TEST_CASE("outliers: ties keep the lower index; NaN and Inf are not kept while f
 TEST_CASE("outliers: decode into every dtype and accumulate") {
   const shape shp(4, 160);
   const std::vector<float> x = channel_data(shp, 5);
-  const spec s = outlier_spec("quant:bits=3,group=64,outliers=3");
+  const spec s = testspec::parse("quant:bits=3,group=64,outliers=3");
   const std::vector<uint8_t> p = testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp);
   const std::vector<float> d = testq::decode_f32(p, shp);
   std::vector<float> acc(shp.size(), 1.5F);
@@ -189,7 +183,7 @@ TEST_CASE("outliers: keeping 2-4 per group cuts the error of 2- and 3-bit codes 
   for (const char* bits : {"2", "3"}) {
     double err[2] = {0, 0};
     for (int keep = 0; keep < 2; ++keep) {
-      const spec s = outlier_spec(std::string("quant:bits=") + bits + ",group=128" + (keep ? ",outliers=4" : ""));
+      const spec s = testspec::parse(std::string("quant:bits=") + bits + ",group=128" + (keep ? ",outliers=4" : ""));
       const std::vector<float> d = testq::decode_f32(testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp), shp);
       for (uint64_t i = 0; i < x.size(); ++i) err[keep] += (x[i] - d[i]) * double(x[i] - d[i]);
     }
@@ -199,9 +193,9 @@ TEST_CASE("outliers: keeping 2-4 per group cuts the error of 2- and 3-bit codes 
 }
 
 TEST_CASE("outliers: spec text and sizes") {
-  CHECK(to_string(outlier_spec("quant:bits=3,outliers=4")) ==
+  CHECK(to_string(testspec::parse("quant:bits=3,outliers=4")) ==
         "quant:bits=3,group=128,scale=minmax,round=nearest,scale_dtype=fp32,outliers=4");
-  CHECK(to_string(outlier_spec("quant:bits=3,outliers=0")) == to_string(outlier_spec("quant:bits=3")));
+  CHECK(to_string(testspec::parse("quant:bits=3,outliers=0")) == to_string(testspec::parse("quant:bits=3")));
   spec s;
   std::string err;
   for (const char* bad : {"quant:outliers=17", "quant:outliers=-1", "quant:outliers=x",
@@ -221,7 +215,7 @@ TEST_CASE("outliers: spec text and sizes") {
                {"quant:bits=4,group=row,outliers=5", shape(3, 300), 3, 2},
                {"quant:bits=4,group=tensor,outliers=16", shape(7, 10000), 1, 4}};
   for (const auto& c : cases) {
-    const spec q = outlier_spec(c.text);
+    const spec q = testspec::parse(c.text);
     spec plain_q = q;
     plain_q.quant.outliers = 0;
     const uint64_t extra = c.groups * q.quant.outliers * (4 + c.position_bytes);
@@ -232,7 +226,7 @@ TEST_CASE("outliers: spec text and sizes") {
 }
 
 TEST_CASE("outliers: hostile entries, parameter byte and padding are rejected, output untouched") {
-  const spec s = outlier_spec("quant:bits=3,group=64,outliers=3");
+  const spec s = testspec::parse("quant:bits=3,group=64,outliers=3");
   const shape shp(1, 100);  // groups of 64 and 36
   const std::vector<float> x = channel_data(shp, 8);
   const std::vector<uint8_t> p = testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp);
@@ -288,7 +282,7 @@ TEST_CASE("outliers: hostile entries, parameter byte and padding are rejected, o
   CHECK(decode(h) == status::corrupt_payload);
 
   // A group shorter than N: entries beyond its length must be zero.
-  const spec wide = outlier_spec("quant:bits=3,group=32,outliers=8");
+  const spec wide = testspec::parse("quant:bits=3,group=32,outliers=8");
   const shape small(1, 36);  // groups of 32 and 4
   const std::vector<uint8_t> q = testq::encode(wide, testdata::as_bytes(channel_data(small, 2), dtype::f32), dtype::f32, small);
   REQUIRE(ok(detail::parse_quant_payload(q.data(), q.size(), qp)));

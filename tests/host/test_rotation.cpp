@@ -10,6 +10,7 @@
 #include "../common/data.hpp"
 #include "../common/print.hpp"
 #include "../common/quant_check.hpp"
+#include "../common/spec_text.hpp"
 #include "pipecodec/pipecodec.hpp"
 
 using namespace pipecodec;
@@ -17,13 +18,6 @@ using namespace pipecodec;
 namespace {
 
 constexpr size_t rotation_byte = 40 + 5;  // header params start at 40 (docs/FORMAT.md)
-
-spec parse(const std::string& text) {
-  spec s;
-  std::string err;
-  REQUIRE_MESSAGE(ok(parse_spec(text, s, &err)), text << ": " << err);
-  return s;
-}
 
 // Sign of column c as the format defines it (bit c mod 128 of Philox block c / 128, stream 3).
 bool negated(uint64_t seed, uint64_t c) {
@@ -134,7 +128,7 @@ const rot_case cases[] = {
 
 TEST_CASE("rotation: rotated values, quantizer bound, inverse and the element bound") {
   for (const rot_case& c : cases) {
-    const spec s = parse(c.spec);
+    const spec s = testspec::parse(c.spec);
     const uint32_t log2 = s.quant.rotate_log2;
     const uint64_t seed = 0x5EED0000u + log2;
     // Outlier channels: a few columns 20-100x the rest, as transformer activations have.
@@ -199,7 +193,7 @@ TEST_CASE("rotation: rotated values, quantizer bound, inverse and the element bo
 }
 
 TEST_CASE("rotation: decode into every dtype, accumulate, and input dtypes") {
-  const spec s = parse("quant:bits=4,group=128,rotate=hadamard,rotate_block=64");
+  const spec s = testspec::parse("quant:bits=4,group=128,rotate=hadamard,rotate_block=64");
   const shape shp(3, 160);
   const std::vector<float> x = testdata::activations(shp.size(), 5);
   const std::vector<uint8_t> payload = testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp, 11);
@@ -221,7 +215,7 @@ TEST_CASE("rotation: decode into every dtype, accumulate, and input dtypes") {
 }
 
 TEST_CASE("rotation: stochastic rounding stays unbiased through the rotation") {
-  const spec s = parse("quant:bits=2,group=64,round=stochastic,rotate=hadamard,rotate_block=64");
+  const spec s = testspec::parse("quant:bits=2,group=64,round=stochastic,rotate=hadamard,rotate_block=64");
   const shape shp(2, 64);
   const std::vector<float> x = testdata::uniform(shp.size(), 3);
   std::vector<double> mean(shp.size(), 0.0);
@@ -244,7 +238,7 @@ TEST_CASE("rotation: stochastic rounding stays unbiased through the rotation") {
 }
 
 TEST_CASE("rotation: a non-finite input spoils its own block only") {
-  const spec s = parse("quant:bits=4,group=64,rotate=hadamard,rotate_block=64");
+  const spec s = testspec::parse("quant:bits=4,group=64,rotate=hadamard,rotate_block=64");
   const shape shp(2, 128);
   std::vector<float> x = testdata::uniform(shp.size(), 8);
   const std::vector<float> clean = testq::decode_f32(testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp, 2), shp);
@@ -266,7 +260,7 @@ TEST_CASE("rotation: rotation halves the error of 2- and 3-bit codes on outlier 
   for (const char* bits : {"2", "3"}) {
     double err[2] = {0, 0};
     for (int rot = 0; rot < 2; ++rot) {
-      const spec s = parse(std::string("quant:bits=") + bits + ",group=128" + (rot ? ",rotate=hadamard" : ""));
+      const spec s = testspec::parse(std::string("quant:bits=") + bits + ",group=128" + (rot ? ",rotate=hadamard" : ""));
       const std::vector<float> d = testq::decode_f32(testq::encode(s, testdata::as_bytes(x, dtype::f32), dtype::f32, shp, 4), shp);
       for (uint64_t i = 0; i < x.size(); ++i) err[rot] += (x[i] - d[i]) * double(x[i] - d[i]);
     }
@@ -276,10 +270,10 @@ TEST_CASE("rotation: rotation halves the error of 2- and 3-bit codes on outlier 
 }
 
 TEST_CASE("rotation: spec text") {
-  CHECK(to_string(parse("quant:bits=2,rotate=hadamard")) ==
+  CHECK(to_string(testspec::parse("quant:bits=2,rotate=hadamard")) ==
         "quant:bits=2,group=128,scale=minmax,round=nearest,scale_dtype=fp32,rotate=hadamard,rotate_block=128");
-  CHECK(to_string(parse("quant:rotate_block=32,bits=3,rotate=hadamard")).find("rotate_block=32") != std::string::npos);
-  CHECK(to_string(parse("quant:bits=3,rotate=none")) == to_string(parse("quant:bits=3")));
+  CHECK(to_string(testspec::parse("quant:rotate_block=32,bits=3,rotate=hadamard")).find("rotate_block=32") != std::string::npos);
+  CHECK(to_string(testspec::parse("quant:bits=3,rotate=none")) == to_string(testspec::parse("quant:bits=3")));
   spec s;
   std::string err;
   CHECK(parse_spec("quant:bits=2,rotate_block=64", s, &err) == status::invalid_spec);
@@ -300,14 +294,14 @@ TEST_CASE("rotation: spec text") {
 }
 
 TEST_CASE("rotation: workspace, aliasing and hostile parameter bytes") {
-  const spec s = parse("quant:bits=4,group=64,rotate=hadamard,rotate_block=64");
+  const spec s = testspec::parse("quant:bits=4,group=64,rotate=hadamard,rotate_block=64");
   const shape shp(2, 128);
   const std::vector<float> x = testdata::uniform(shp.size(), 9);
   std::vector<uint8_t> p(encoded_bytes(s, shp));
   const size_t need = workspace_bytes(s, shp);
   CHECK(need >= shp.size() * 4);
   CHECK(host::encode_workspace_bytes(s, shp) == need);
-  CHECK(host::encode_workspace_bytes(parse("quant:bits=4,group=64"), shp) == 0);
+  CHECK(host::encode_workspace_bytes(testspec::parse("quant:bits=4,group=64"), shp) == 0);
   std::vector<uint8_t> ws(need);
   const const_tensor_view in{x.data(), dtype::f32, shp};
   CHECK(host::encode(s, in, p.data(), p.size()) == status::workspace_too_small);
@@ -340,7 +334,7 @@ TEST_CASE("rotation: workspace, aliasing and hostile parameter bytes") {
 }
 
 TEST_CASE("rotation: huge inputs saturate, decodes stay finite, codes reaching too far are corrupt") {
-  const spec s = parse("quant:bits=4,group=64,rotate=hadamard,rotate_block=64");
+  const spec s = testspec::parse("quant:bits=4,group=64,rotate=hadamard,rotate_block=64");
   const shape shp(2, 100);  // blocks of 64 and tails of 36
   std::vector<float> x = testdata::uniform(shp.size(), 12);
   for (uint64_t i : {0u, 5u, 63u, 70u, 99u, 150u}) x[i] = (i % 2 ? -1 : 1) * 3.0e38F;
