@@ -74,6 +74,13 @@ inline const std::vector<gcase>& cases() {
       {"mx_fp4_e2m1_near_bf16_7x64", "mx:format=fp4_e2m1", dtype::bf16, shape(7, 64), dk::activations, 36},
       {"mx_int8_near_f32_extreme", "mx:format=int8", dtype::f32, shape(300), dk::extreme, 37},
       {"mx_fp8_e5m2_stoch_f32_2x31", "mx:format=fp8_e5m2,round=stochastic", dtype::f32, shape(2, 31), dk::uniform, 38},
+      // lowrank: rows and columns across a 1024-term chunk of the canonical sums, rank 1 of a
+      // vector, non-finite and huge inputs (zero and saturation), a rank above both dimensions
+      {"lowrank_r4_f32_1030x6", "lowrank:rank=4", dtype::f32, shape(1030, 6), dk::activations, 40},
+      {"lowrank_r2_bf16_3x1100", "lowrank:rank=2", dtype::bf16, shape(3, 1100), dk::activations, 41},
+      {"lowrank_r1_f16_300", "lowrank:rank=1", dtype::f16, shape(300), dk::uniform, 42},
+      {"lowrank_r3_f32_extreme", "lowrank:rank=3", dtype::f32, shape(12, 25), dk::extreme, 43},
+      {"lowrank_r8_f32_5x6", "lowrank:rank=8", dtype::f32, shape(5, 6), dk::activations, 44},
   };
   return all;
 }

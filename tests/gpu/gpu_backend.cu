@@ -102,6 +102,32 @@ status gpu_backend::encode(const spec& s, const std::vector<uint8_t>& x, dtype t
   return st;
 }
 
+status gpu_backend::lowrank_encode(const spec& s, const std::vector<uint8_t>& x, dtype t, shape shp, uint64_t seed,
+                                   std::vector<float>& q, std::vector<uint8_t>& bytes) {
+  const size_t cap = encoded_bytes(s, shp), ws = workspace_bytes(s, shp), q_bytes = q.size() * 4;
+  REQUIRE(cap > 0);
+  in.reserve(x.size() + 1);
+  payload.reserve(cap + payload_offset);
+  workspace.reserve(ws + workspace_offset);
+  mask.reserve(q_bytes + 4);  // the warm Q
+  put(in.ptr, x.data(), x.size());
+  put(mask.ptr, q.data(), q_bytes);
+  fill(payload.ptr, 0xEE, cap + payload_offset);
+  uint8_t* p = static_cast<uint8_t*>(payload.ptr) + payload_offset;
+  void* w = static_cast<uint8_t*>(workspace.ptr) + workspace_offset;
+  size_t written = 0;
+  const tensor_view qv{mask.ptr, dtype::f32, shape(shp.cols, s.lowrank.rank)};
+  const status st = run(mode, stream, [&](cudaStream_t str) {
+    return pipecodec::cuda::lowrank_encode(s, const_tensor_view{in.ptr, t, shp}, qv, p, cap, w, ws, seed, str, &written);
+  });
+  if (!ok(st)) return st;
+  REQUIRE(written == cap);
+  bytes.resize(cap);
+  get(bytes.data(), p, cap);
+  get(q.data(), mask.ptr, q_bytes);
+  return st;
+}
+
 status gpu_backend::decode(const std::vector<uint8_t>& bytes, size_t len, dtype t, shape shp,
                            std::vector<uint8_t>& y, bool accumulate) {
   const size_t ws = size_t(detail::workspace_request(detail::workspace_status_bytes));

@@ -62,6 +62,10 @@ struct gpu_backend {
 
   status encode(const spec& s, const std::vector<uint8_t>& x, dtype t, shape shp, uint64_t seed,
                 std::vector<uint8_t>& bytes);
+  // lowrank with a warm start: `q` (cols x rank) goes to the device, is Q0 there and comes
+  // back as the payload's Q.
+  status lowrank_encode(const spec& s, const std::vector<uint8_t>& x, dtype t, shape shp, uint64_t seed,
+                        std::vector<float>& q, std::vector<uint8_t>& bytes);
   // The host-side status if it is an error, else the device-side one (read_status).
   status decode(const std::vector<uint8_t>& bytes, size_t len, dtype t, shape shp, std::vector<uint8_t>& y,
                 bool accumulate);

@@ -123,7 +123,7 @@ TEST_CASE("header fields: each bad value gives its specific status") {
       expect_rejected(with(p, [&](uint8_t* b) { b[off_magic + k] ^= 0x20; }), shp, status::bad_magic);
     for (uint16_t v : {0, 2, 0x100, 0xFFFF})
       expect_rejected(with(p, [&](uint8_t* b) { put_u16(b + off_version, v); }), shp, status::unsupported_version);
-    for (uint8_t v : {0, 7, 0x80, 0xFF})
+    for (uint8_t v : {0, 8, 0x80, 0xFF})
       expect_rejected(with(p, [&](uint8_t* b) { b[off_codec] = v; }), shp, status::unknown_codec);
     for (uint8_t v : {0, 4, 0xFF})
       expect_rejected(with(p, [&](uint8_t* b) { b[off_dtype] = v; }), shp, status::invalid_header);

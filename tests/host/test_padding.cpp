@@ -126,7 +126,7 @@ std::vector<uint8_t> with_ids(std::vector<uint8_t> p, uint64_t rows) {
 
 }  // namespace
 
-TEST_CASE("quant, plain, fp8 and mx: non-zero section padding or padded lanes are corrupt_payload") {
+TEST_CASE("quant, plain, fp8, mx and lowrank: non-zero section padding or padded lanes are corrupt_payload") {
   uint64_t bytes = 0, lanes = 0;
   for (const auto& c : golden::cases()) {
     CAPTURE_TEXT(c.name);
@@ -151,6 +151,11 @@ TEST_CASE("quant, plain, fp8 and mx: non-zero section padding or padded lanes ar
         spans.push_back({L.scales_offset + L.groups * L.scale_bytes, L.codes_offset});
         spans.push_back({L.codes_offset + L.units * L.unit_bytes(), L.total});
         if (!ids) lanes += poke_unused_codes(good, c.shp, L);
+      } else if (h.codec == codec_id::lowrank) {
+        detail::lowrank_payload lp;
+        REQUIRE(ok(detail::parse_lowrank_payload(good.data(), good.size(), lp)));
+        spans.push_back({lp.layout.p_end(), lp.layout.q_offset});
+        spans.push_back({lp.layout.q_end(), lp.layout.total});
       } else {
         detail::plain_payload pl;
         REQUIRE(ok(detail::parse_plain_payload(good.data(), good.size(), pl)));

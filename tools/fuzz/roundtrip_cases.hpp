@@ -5,6 +5,7 @@
 #include "common.hpp"
 #include "pipecodec/core/float_format.hpp"
 #include "pipecodec/core/hadamard.hpp"
+#include "pipecodec/core/lowrank_format.hpp"
 #include "pipecodec/core/plain_format.hpp"
 #include "pipecodec/core/quant_format.hpp"
 
@@ -263,10 +264,41 @@ inline void check_float(const rt_run& r) {
   }
 }
 
+// ---- lowrank: fields match the spec; every decoded element finite and within its column's
+// norm (x' = P P^T x projects each column; non-finite inputs count as zero), the relative
+// slack covering P's rounding from orthonormal.
+inline void make_lowrank_spec(reader& r, pipecodec::spec& s) {
+  s.codec = pipecodec::codec_id::lowrank;
+  s.lowrank.rank = 1 + r.u8() % pipecodec::max_lowrank_rank;
+}
+
+inline void check_lowrank(const rt_run& r) {
+  using namespace pipecodec;
+  detail::lowrank_payload lp;
+  PCFUZZ_CHECK(ok(detail::parse_lowrank_payload(r.payload.data(), r.payload.size(), lp)), "parse");
+  PCFUZZ_CHECK(lp.hdr.type == r.in_type && lp.hdr.shp == r.shp && lp.l.rank == r.s.lowrank.rank,
+               "header fields differ from the spec");
+  const uint64_t rows = r.shp.rows, cols = r.shp.cols;
+  for (uint64_t j = 0; j < cols; ++j) {
+    double col = 0;
+    for (uint64_t i = 0; i < rows; ++i) {
+      const double x = detail::finite_or_zero(input_at(r, i * cols + j));
+      col += x * x;
+    }
+    const double bound = std::sqrt(col) * (1 + 1e-4);
+    for (uint64_t i = 0; i < rows; ++i) {
+      const float y = r.xhat[i * cols + j];
+      PCFUZZ_CHECK(detail::is_finite(y) && std::fabs(double(y)) <= bound, "element (%llu, %llu) = %a beyond %g",
+                   (unsigned long long)i, (unsigned long long)j, double(y), bound);
+    }
+  }
+}
+
 inline const rt_case rt_cases[] = {
     {"quant", true, make_quant_spec, check_quant},
     {"plain", true, make_plain_spec, check_plain},
     {"fp8/mx", true, make_float_spec, check_float},
+    {"lowrank", true, make_lowrank_spec, check_lowrank},
 };
 
 }  // namespace pcfuzz

@@ -42,6 +42,7 @@ inline bool same_spec(const pipecodec::spec& a, const pipecodec::spec& b) {
                            x.scale_dtype == y.scale_dtype);
       return x.format == y.format && x.round == y.round && groups;
     }
+    case codec_id::lowrank: return a.lowrank.rank == b.lowrank.rank;
   }
   return false;
 }

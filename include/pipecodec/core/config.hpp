@@ -91,6 +91,14 @@ PIPECODEC_HD double ddiv_rn(double a, double b) {
 #endif
 }
 
+PIPECODEC_HD double dsqrt_rn(double a) {
+#if defined(__CUDA_ARCH__)
+  return __dsqrt_rn(a);
+#else
+  return __builtin_sqrt(a);
+#endif
+}
+
 constexpr float flt_max = 3.40282346638528859812e+38F;
 
 PIPECODEC_HD bool is_finite(float x) {

@@ -60,7 +60,7 @@ enum header_offset : uint32_t {
   off_params = 40
 };
 
-PIPECODEC_HD bool known_codec(uint8_t c) { return c >= 1 && c <= 6; }
+PIPECODEC_HD bool known_codec(uint8_t c) { return c >= 1 && c <= 7; }
 
 }  // namespace detail
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "float_format.hpp"
+#include "lowrank_format.hpp"
 #include "plain_format.hpp"
 #include "quant_format.hpp"
 #include "topk_format.hpp"
@@ -34,6 +35,11 @@ PIPECODEC_HD void describe(const float_payload& fp, payload_info& out) {
   out.codec_spec.codec = fp.hdr.codec;
   out.codec_spec.flt = fp.f;
   out.seed = get_u64(fp.hdr.params + 16);
+}
+
+PIPECODEC_HD void describe(const lowrank_payload& lp, payload_info& out) {
+  out.codec_spec.codec = codec_id::lowrank;
+  out.codec_spec.lowrank = lp.l;
 }
 
 // k is the resolved count per unit (a ratio is not recorded), the index layout the
@@ -87,6 +93,9 @@ PIPECODEC_HD status inspect(const void* payload, size_t len, payload_info& out) 
     case codec_id::fp8:
     case codec_id::mx:
       r = detail::inspect_as<detail::float_payload>(payload, len, info, detail::parse_float_payload);
+      break;
+    case codec_id::lowrank:
+      r = detail::inspect_as<detail::lowrank_payload>(payload, len, info, detail::parse_lowrank_payload);
       break;
   }
   if (ok(r)) out = info;

@@ -33,13 +33,17 @@ inline size_t encoded_bytes(const spec& s, const shape& shp) {
       detail::float_layout L;
       return detail::make_float_layout(s.codec, s.flt, shp, L) ? size_t(L.total) : 0;
     }
+    case codec_id::lowrank: {
+      detail::lowrank_layout L;
+      return detail::make_lowrank_layout(s.lowrank, shp, L) ? size_t(L.total) : 0;
+    }
   }
   return 0;
 }
 
 // Scratch memory an encode or decode needs, the same figure for both backends so one
 // allocation serves either (any alignment: backends align it up to 16; core/workspace.hpp
-// has the layout). The host backend needs it only for TopK/RandK selection. 0 when the spec
+// has the layout). The host backend needs it only for TopK/RandK selection, rotation and lowrank. 0 when the spec
 // is invalid for the shape.
 inline size_t workspace_bytes(const spec& s, const shape& shp) {
   switch (s.codec) {
@@ -65,6 +69,11 @@ inline size_t workspace_bytes(const spec& s, const shape& shp) {
       detail::float_layout L;
       if (!detail::make_float_layout(s.codec, s.flt, shp, L)) return 0;
       return size_t(detail::workspace_request(detail::make_float_workspace(L.groups).used));
+    }
+    case codec_id::lowrank: {
+      detail::lowrank_layout L;
+      if (!detail::make_lowrank_layout(s.lowrank, shp, L)) return 0;
+      return size_t(detail::workspace_request(detail::make_lowrank_workspace(L).used));
     }
   }
   return 0;

@@ -7,7 +7,7 @@
 
 namespace pipecodec {
 
-enum class codec_id : uint8_t { plain = 1, quant = 2, topk = 3, randk = 4, fp8 = 5, mx = 6 };
+enum class codec_id : uint8_t { plain = 1, quant = 2, topk = 3, randk = 4, fp8 = 5, mx = 6, lowrank = 7 };
 
 // The codec's name as spec text spells it ("quant", "topk", ...).
 inline const char* to_string(codec_id c) {
@@ -18,6 +18,7 @@ inline const char* to_string(codec_id c) {
     case codec_id::randk: return "randk";
     case codec_id::fp8: return "fp8";
     case codec_id::mx: return "mx";
+    case codec_id::lowrank: return "lowrank";
   }
   return "unknown";
 }
@@ -75,6 +76,18 @@ struct float_params {
   rounding round = rounding::nearest;
 };
 
+// lowrank: a rows x cols tensor (1-D: one row) sent as factors P (rows x rank) and Q
+// (cols x rank) after one power iteration (core/lowrank_format.hpp).
+constexpr uint32_t max_lowrank_rank = 32;
+
+struct lowrank_params {
+  uint32_t rank = 4;  // 1..max_lowrank_rank
+};
+
+PIPECODEC_HD constexpr bool valid_lowrank_params(const lowrank_params& l) {
+  return l.rank >= 1 && l.rank <= max_lowrank_rank;
+}
+
 PIPECODEC_HD constexpr bool is_float_codec(codec_id c) { return c == codec_id::fp8 || c == codec_id::mx; }
 
 struct spec {
@@ -83,6 +96,7 @@ struct spec {
   topk_params topk{};
   plain_params plain{};
   float_params flt{};  // fp8 and mx
+  lowrank_params lowrank{};
 };
 
 // Groups and scales as quant and fp8 share them: a known kind, fixed sizes a multiple of 32,

@@ -3,11 +3,13 @@
 //   [status area: device-side status word, codec, parsed header]
 //   [quantization, large groups or outliers: partial statistics per tile | parameters per group]
 //   [quantization with rotation: the rotated tensor in fp32 (the host backend uses this too)]
+//   lowrank: [status area | Q0 | M Q0] (both backends)
 // Groups of more than quant_resident_chunks chunks are encoded in three passes: statistics
 // of tiles of quant_tile_chunks chunks, one reduction per group, then quantization.
 #pragma once
 
 #include "float_format.hpp"
+#include "lowrank_format.hpp"
 #include "quant_layout.hpp"
 #include "quant_math.hpp"
 
@@ -58,6 +60,21 @@ PIPECODEC_HD float_workspace make_float_workspace(uint64_t groups) {
   w.amax_offset = workspace_status_bytes;
   w.scales_offset = w.amax_offset + align16(groups * 4);
   w.used = w.scales_offset + groups * sizeof(float_scale);
+  return w;
+}
+
+// lowrank encoding (both backends): Q0 in f32, then M Q0 in double.
+struct lowrank_workspace {
+  uint64_t q0_offset = 0;  // cols x rank f32
+  uint64_t pd_offset = 0;  // rows x rank f64
+  uint64_t used = 0;
+};
+
+PIPECODEC_HD lowrank_workspace make_lowrank_workspace(const lowrank_layout& L) {
+  lowrank_workspace w;
+  w.q0_offset = workspace_status_bytes;
+  w.pd_offset = w.q0_offset + align16(L.cols * L.rank * 4);
+  w.used = w.pd_offset + L.rows * L.rank * 8;
   return w;
 }
 

@@ -16,6 +16,7 @@
 #include "../core/sizes.hpp"
 #include "detail/decode.cuh"
 #include "float.cuh"
+#include "lowrank.cuh"
 #include "plain.cuh"
 #include "quant.cuh"
 #include "topk.cuh"
@@ -40,12 +41,44 @@ inline status encode(const spec& s, const_tensor_view in, void* payload, size_t 
     case codec_id::mx:
       return detail::encode_float(s.codec, s.flt, in, payload, capacity, workspace, workspace_size, seed, stream,
                                   written);
+    case codec_id::lowrank:
+      return detail::encode_lowrank(s.lowrank, in, nullptr, payload, capacity, workspace, workspace_size, seed, stream,
+                                    written);
     default: return status::not_supported;
   }
 }
 
+// lowrank with a warm start, as host::lowrank_encode: `q` (device fp32, cols x rank) is Q0
+// and becomes this payload's Q (a copy enqueued after the kernels). Byte-identical to the host.
+inline status lowrank_encode(const spec& s, const_tensor_view in, tensor_view q, void* payload, size_t capacity,
+                             void* workspace, size_t workspace_size, uint64_t seed, cudaStream_t stream,
+                             size_t* written = nullptr) {
+  if (s.codec != codec_id::lowrank || !valid_lowrank_params(s.lowrank)) return status::invalid_spec;
+  if (!valid_dtype(uint8_t(in.type))) return status::invalid_argument;
+  const shape want(in.shp.cols, s.lowrank.rank);
+  if (q.type != dtype::f32 || q.shp != want) return status::state_mismatch;
+  if (q.data == nullptr) return status::invalid_argument;
+  if (!detail::element_aligned(q.data, dtype::f32)) return status::misaligned;
+  const uint64_t q_bytes = want.size() * 4;
+  if (host::detail::overlaps(q.data, q_bytes, payload, capacity) ||
+      host::detail::overlaps(q.data, q_bytes, in.data, in.shp.size() * dtype_bytes(in.type)) ||
+      host::detail::overlaps(q.data, q_bytes, workspace, workspace_size))
+    return status::aliasing;
+  size_t len = 0;
+  status st = detail::encode_lowrank(s.lowrank, in, static_cast<const float*>(q.data), payload, capacity, workspace,
+                                     workspace_size, seed, stream, &len);
+  if (!ok(st)) return st;
+  detail::lowrank_layout L;
+  (void)detail::make_lowrank_layout(s.lowrank, in.shp, L);
+  if (q_bytes > 0 && cudaMemcpyAsync(q.data, static_cast<const uint8_t*>(payload) + L.q_offset, size_t(q_bytes),
+                                     cudaMemcpyDeviceToDevice, stream) != cudaSuccess)
+    return status::cuda_error;
+  if (written) *written = len;
+  return status::success;
+}
+
 namespace detail {
-// The device validation of a quant, plain, fp8 or mx payload of shape `shp` into the status area at
+// The device validation of a quant, plain, fp8, mx or lowrank payload of shape `shp` into the status area at
 // `area` (the aligned start of a workspace of at least workspace_status_bytes): verdict, and
 // the parsed payload when accepted. Kernels that then read the payload run after it.
 inline status launch_validation(const void* payload, size_t len, const shape& shp, uint8_t* area, uint32_t cap,
@@ -84,7 +117,7 @@ inline status decode_any(const void* payload, size_t len, tensor_view out, void*
 }
 }  // namespace detail
 
-// Decodes a quant, plain, fp8 or mx payload into `out` (any dtype; the shape must match). TopK and
+// Decodes a quant, plain, fp8, mx or lowrank payload into `out` (any dtype; the shape must match). TopK and
 // RandK payloads have their own calls below: the host cannot read the payload's codec
 // without a synchronization, and the caller knows which codec it configured.
 inline status decode(const void* payload, size_t len, tensor_view out, void* workspace, size_t workspace_size,

@@ -21,6 +21,18 @@ inline status check_encode_buffers(const_tensor_view in, uint64_t n, const void*
   return status::success;
 }
 
+// An encoder's workspace of `used` bytes (after alignment): big enough, present, and apart
+// from the input and the payload of `total` bytes.
+inline status check_encode_workspace(const_tensor_view in, const void* payload, uint64_t total, void* workspace,
+                                     size_t workspace_size, uint64_t used) {
+  if (workspace_size < workspace_request(used)) return status::workspace_too_small;
+  if (workspace == nullptr) return status::invalid_argument;
+  if (overlaps(workspace, workspace_size, payload, total) ||
+      overlaps(workspace, workspace_size, in.data, in.shp.size() * dtype_bytes(in.type)))
+    return status::aliasing;
+  return status::success;
+}
+
 // Decoder side, after the payload parsed: `out` must have its shape and not overlap it.
 inline status check_decode_output(const header& h, uint64_t n, tensor_view out, const void* payload) {
   if (h.shp != out.shp) return status::shape_mismatch;

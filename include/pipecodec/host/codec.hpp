@@ -4,28 +4,30 @@
 
 #include "../core/sizes.hpp"
 #include "float.hpp"
+#include "lowrank.hpp"
 #include "plain.hpp"
 #include "quant.hpp"
 #include "topk.hpp"
 
 namespace pipecodec::host {
 
-// The workspace host::encode of `s` uses: TopK, RandK and quantization with rotation take
-// workspace_bytes() (a figure sized for the CUDA backend, which needs one for every codec);
-// the other codecs take none (0).
+// The workspace host::encode of `s` uses: TopK, RandK, lowrank and quantization with rotation
+// take workspace_bytes() (a figure sized for the CUDA backend, which needs one for every
+// codec); the other codecs take none (0).
 inline size_t encode_workspace_bytes(const spec& s, const shape& shp) {
-  const bool uses = s.codec == codec_id::topk || s.codec == codec_id::randk ||
+  const bool uses = s.codec == codec_id::topk || s.codec == codec_id::randk || s.codec == codec_id::lowrank ||
                     (s.codec == codec_id::quant && s.quant.rotate != rotation::none);
   return uses ? workspace_bytes(s, shp) : 0;
 }
 
 // Encodes `in` with spec `s` into `payload` (capacity >= encoded_bytes(s, in.shp)).
-// `seed` drives stochastic rounding and RandK; `written` receives the payload size.
+// `seed` drives stochastic rounding, RandK and lowrank's Q0 (a cold start: lowrank_encode
+// warm-starts); `written` receives the payload size.
 inline status encode(const spec& s, const_tensor_view in, void* payload, size_t capacity,
                      void* workspace = nullptr, size_t workspace_size = 0, uint64_t seed = 0,
                      size_t* written = nullptr) {
   // Host plain, fp8, mx and quantization without rotation need no workspace (workspace_bytes()
-  // is sized for the CUDA backend); rotation, TopK and RandK check theirs.
+  // is sized for the CUDA backend); rotation, TopK, RandK and lowrank check theirs.
   if (!valid_dtype(uint8_t(in.type))) return status::invalid_argument;
   switch (s.codec) {
     case codec_id::quant:
@@ -36,8 +38,37 @@ inline status encode(const spec& s, const_tensor_view in, void* payload, size_t 
       return detail::encode_topk(s, in, payload, capacity, workspace, workspace_size, seed, written);
     case codec_id::fp8:
     case codec_id::mx: return detail::encode_float(s.codec, s.flt, in, payload, capacity, seed, written);
+    case codec_id::lowrank:
+      return detail::encode_lowrank(s.lowrank, in, nullptr, payload, capacity, workspace, workspace_size, seed, written);
   }
   return status::not_supported;
+}
+
+// lowrank with a warm start, as PowerSGD runs it: Q0 is `q` (fp32, cols x rank, with cols the
+// tensor's last dimension; a column that is all zero is drawn from `seed`, so a zeroed `q`
+// starts cold), and on success `q` becomes this payload's Q. On any error `q` is untouched.
+inline status lowrank_encode(const spec& s, const_tensor_view in, tensor_view q, void* payload, size_t capacity,
+                             void* workspace, size_t workspace_size, uint64_t seed = 0, size_t* written = nullptr) {
+  if (s.codec != codec_id::lowrank || !valid_lowrank_params(s.lowrank)) return status::invalid_spec;
+  if (!valid_dtype(uint8_t(in.type))) return status::invalid_argument;
+  const shape want(in.shp.cols, s.lowrank.rank);
+  if (q.type != dtype::f32 || q.shp != want) return status::state_mismatch;
+  if (q.data == nullptr) return status::invalid_argument;
+  if (reinterpret_cast<uintptr_t>(q.data) % alignof(float) != 0) return status::misaligned;
+  const uint64_t q_bytes = want.size() * 4;
+  if (detail::overlaps(q.data, q_bytes, payload, capacity) ||
+      detail::overlaps(q.data, q_bytes, in.data, in.shp.size() * dtype_bytes(in.type)) ||
+      detail::overlaps(q.data, q_bytes, workspace, workspace_size))
+    return status::aliasing;
+  size_t len = 0;
+  const status st = detail::encode_lowrank(s.lowrank, in, static_cast<const float*>(q.data), payload, capacity,
+                                           workspace, workspace_size, seed, &len);
+  if (!ok(st)) return st;
+  detail::lowrank_layout L;
+  (void)detail::make_lowrank_layout(s.lowrank, in.shp, L);
+  memcpy(q.data, static_cast<const uint8_t*>(payload) + L.q_offset, size_t(q_bytes));
+  if (written) *written = len;
+  return status::success;
 }
 
 namespace detail {
@@ -54,6 +85,7 @@ inline status decode_any(const void* payload, size_t len, tensor_view out, void*
     case codec_id::randk: return decode_topk<Accumulate>(payload, len, out, ws, ws_size);
     case codec_id::fp8:
     case codec_id::mx: return decode_float<Accumulate>(payload, len, out);
+    case codec_id::lowrank: return decode_lowrank<Accumulate>(payload, len, out);
   }
   return status::not_supported;
 }

@@ -209,11 +209,8 @@ inline status encode_quant(const quant_params& q, const_tensor_view in, void* pa
   dtype type = in.type;
   if (q.rotate != rotation::none && L.n > 0) {
     const quant_workspace W = make_quant_workspace(L);
-    if (workspace_size < workspace_request(W.used)) return status::workspace_too_small;
-    if (workspace == nullptr) return status::invalid_argument;
-    if (overlaps(workspace, workspace_size, payload, L.total) ||
-        overlaps(workspace, workspace_size, in.data, L.n * dtype_bytes(in.type)))
-      return status::aliasing;
+    const status ws_bad = check_encode_workspace(in, payload, L.total, workspace, workspace_size, W.used);
+    if (!ok(ws_bad)) return ws_bad;
     float* y = reinterpret_cast<float*>(align16_ptr(workspace) + W.rotated_offset);
     const rotation_layout R = make_rotation_layout(q.rotate_log2, in.shp);
     (void)dispatch_dtype(in.type, [&](auto tc) {

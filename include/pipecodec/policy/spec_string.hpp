@@ -15,6 +15,7 @@
 //          round=nearest|stochastic (nearest)
 //   mx:    format=fp8_e4m3|fp8_e5m2|fp6_e3m2|fp6_e2m3|fp4_e2m1|int8 (fp8_e4m3)
 //          round=nearest|stochastic (nearest); blocks of 32 along each row, E8M0 scales
+//   lowrank: rank=1..32 (4); factors of the rows x cols matrix after one power iteration
 // Unknown codecs, unknown keys and bad values are errors whose message names the token.
 #pragma once
 
@@ -208,6 +209,7 @@ inline status parse_spec(std::string_view text, spec& out, std::string* error = 
   else if (name == "randk") s.codec = codec_id::randk;
   else if (name == "fp8") s.codec = codec_id::fp8;
   else if (name == "mx") s.codec = codec_id::mx;
+  else if (name == "lowrank") s.codec = codec_id::lowrank;
   else return detail::spec_error(error, "unknown codec '" + std::string(name) + "'");
   if (s.codec == codec_id::topk || s.codec == codec_id::randk) s.topk.vquant.bits = 8;
 
@@ -236,6 +238,12 @@ inline status parse_spec(std::string_view text, spec& out, std::string* error = 
       case codec_id::randk: r = detail::apply_sparse_key(k, v, s.topk, true); break;
       case codec_id::fp8:
       case codec_id::mx: r = detail::apply_float_key(k, v, s.flt, s.codec == codec_id::mx); break;
+      case codec_id::lowrank: {
+        uint64_t rank = 0;
+        if (k == "rank") r = detail::parse_u64(v, rank) && rank >= 1 && rank <= max_lowrank_rank ? 1 : -1;
+        if (r == 1) s.lowrank.rank = uint32_t(rank);
+        break;
+      }
     }
     if (r == 0)
       return detail::spec_error(error, "unknown key '" + std::string(k) + "' for codec '" +
@@ -316,6 +324,7 @@ inline std::string to_string(const spec& s) {
     case codec_id::mx:
       return std::string("mx:format=") + detail::mx_format_name(s.flt.format) +
              ",round=" + detail::rounding_text(s.flt.round);
+    case codec_id::lowrank: return "lowrank:rank=" + std::to_string(s.lowrank.rank);
   }
   return "unknown";
 }

@@ -8,6 +8,7 @@
 #include "../../core/dispatch.hpp"
 #include "../../core/topk_format.hpp"
 #include "float_kernels.cuh"
+#include "lowrank_kernels.cuh"
 #include "plain_kernels.cuh"
 #include "rotation_kernels.cuh"
 
@@ -22,6 +23,7 @@ __global__ void __launch_bounds__(Threads)
     validate_kernel(const uint8_t* payload, uint64_t len, shape want, uint8_t* area) {
   PIPECODEC_SHARED(quant_payload, qp);
   PIPECODEC_SHARED(float_payload, fpl);
+  PIPECODEC_SHARED(lowrank_payload, lrp);
   PIPECODEC_SHARED(int, check_groups);
   status_area* sa = reinterpret_cast<status_area*>(area);
   if (threadIdx.x == 0) {
@@ -54,6 +56,15 @@ __global__ void __launch_bounds__(Threads)
           fpl = p;
           if (blockIdx.x == 0) *reinterpret_cast<float_payload*>(area + parsed_offset) = p;
         }
+      } else if (h.codec == codec_id::lowrank) {
+        lowrank_payload p;
+        st = parse_lowrank_payload(payload, len, p);
+        if (ok(st) && p.hdr.shp != want) st = status::shape_mismatch;
+        if (ok(st) && !lowrank_padding_zero(p)) st = status::corrupt_payload;
+        if (ok(st)) {
+          lrp = p;
+          if (blockIdx.x == 0) *reinterpret_cast<lowrank_payload*>(area + parsed_offset) = p;
+        }
       } else if (h.codec == codec_id::topk || h.codec == codec_id::randk) {
         // Checked as host::decode checks it, so a corrupt one gets the host's status; a valid
         // one is not_supported here: decode_topk decodes it.
@@ -71,7 +82,11 @@ __global__ void __launch_bounds__(Threads)
       sa->codec = codec;
       if (!ok(st)) sa->code = st;
     }
-    check_groups = !ok(st) ? 0 : codec == uint32_t(codec_id::quant) ? 1 : is_float_codec(codec_id(codec)) ? 2 : 0;
+    check_groups = !ok(st)                                 ? 0
+                   : codec == uint32_t(codec_id::quant)    ? 1
+                   : is_float_codec(codec_id(codec))       ? 2
+                   : codec == uint32_t(codec_id::lowrank) ? 3
+                                                           : 0;
   }
   __syncthreads();
   if (check_groups == 1) {
@@ -80,6 +95,9 @@ __global__ void __launch_bounds__(Threads)
   } else if (check_groups == 2) {
     for (uint64_t g = global_thread(); g < fpl.layout.groups; g += thread_count())
       if (!valid_float_group(fpl, g)) atomicExch(reinterpret_cast<int*>(&sa->code), int(status::corrupt_payload));
+  } else if (check_groups == 3) {
+    for (uint64_t k = global_thread(); k < lowrank_factor_count(lrp.layout); k += thread_count())
+      if (!lowrank_factor_finite(lrp, k)) atomicExch(reinterpret_cast<int*>(&sa->code), int(status::corrupt_payload));
   }
 }
 
@@ -93,6 +111,8 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(void* out, const 
     decode_quant_elements(qp, rotated, store_decoded<Out, Accumulate>{out});
   } else if (is_float_codec(codec_id(sa->codec))) {
     decode_float_threads<Out, Accumulate>(*reinterpret_cast<const float_payload*>(area + parsed_offset), out);
+  } else if (sa->codec == uint32_t(codec_id::lowrank)) {
+    decode_lowrank_threads<Out, Accumulate>(*reinterpret_cast<const lowrank_payload*>(area + parsed_offset), out);
   } else {
     decode_plain_threads<Out, Accumulate>(*reinterpret_cast<const plain_payload*>(area + parsed_offset), out);
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../../core/float_format.hpp"
+#include "../../core/lowrank_format.hpp"
 #include "../../core/plain_format.hpp"
 #include "../../core/quant_format.hpp"
 #include "../../core/workspace.hpp"
@@ -27,7 +28,8 @@ constexpr uint64_t parsed_offset = 16;  // the parsed payload (quant_ or plain_p
 static_assert(sizeof(status_area) == parsed_offset, "status area layout");
 static_assert(parsed_offset + sizeof(quant_payload) <= workspace_status_bytes &&
                   parsed_offset + sizeof(plain_payload) <= workspace_status_bytes &&
-                  parsed_offset + sizeof(float_payload) <= workspace_status_bytes,
+                  parsed_offset + sizeof(float_payload) <= workspace_status_bytes &&
+                  parsed_offset + sizeof(lowrank_payload) <= workspace_status_bytes,
               "parsed payload must fit the status area");
 
 PIPECODEC_HD uint8_t* align_workspace(void* ws) {
