@@ -1,7 +1,8 @@
 // The quantizer, fp8 and mx on real and realistic data: Fashion-MNIST images and synthetic
 // activation-like tensors, encoded with a grid of specs, as a table of size and error.
-//   quant_table [--fashion-mnist DIR] [--images N] [--npy NAME=FILE.npy ...] [SPEC ...]
+//   quant_table [--fashion-mnist DIR] [--images N] [--npy NAME=FILE.npy ...] [--lowrank-steps N] [SPEC ...]
 // --npy adds a float32 2-D tensor as a dataset (e.g. pipeline_train --dump-activations).
+// --lowrank-steps N: lowrank specs report the N-th of N warm-started encodes (default 1: cold).
 // With SPECs, only those are run; otherwise a grid over bits, group, scaling, rounding and
 // scale dtype. Rows print as they are computed; a summary per dataset closes the run.
 #include <chrono>
@@ -86,11 +87,26 @@ struct row {
   metrics::error_stats err;
 };
 
-row measure(const dataset& d, const std::string& text) {
+// lowrank after `steps` warm-started encodes of the same tensor (subspace iteration: the state
+// a boundary reaches on slowly changing activations); one cold encode when steps is 1.
+std::vector<uint8_t> lowrank_warm(const pipecodec::spec& s, const cli::tensor& t, uint64_t steps) {
+  std::vector<uint8_t> payload(pipecodec::encoded_bytes(s, t.shp)), ws(pipecodec::workspace_bytes(s, t.shp));
+  std::vector<float> q(t.shp.cols * s.lowrank.rank, 0.0F);
+  for (uint64_t k = 0; k < steps; ++k) {
+    const pipecodec::status st = pipecodec::host::lowrank_encode(
+        s, t.view(), {q.data(), pipecodec::dtype::f32, pipecodec::shape(t.shp.cols, s.lowrank.rank)}, payload.data(),
+        payload.size(), ws.data(), ws.size(), /*seed=*/1);
+    if (!pipecodec::ok(st)) throw cli::error(std::string("encode failed: ") + pipecodec::to_string(st));
+  }
+  return payload;
+}
+
+row measure(const dataset& d, const std::string& text, uint64_t lowrank_steps) {
   pipecodec::spec s;
   std::string why;
   if (!pipecodec::ok(pipecodec::parse_spec(text, s, &why))) throw cli::error("bad spec '" + text + "': " + why);
-  const std::vector<uint8_t> payload = cli::encode(s, d.t, /*seed=*/1);
+  const std::vector<uint8_t> payload = s.codec == pipecodec::codec_id::lowrank ? lowrank_warm(s, d.t, lowrank_steps)
+                                                                               : cli::encode(s, d.t, /*seed=*/1);
   const cli::tensor back = cli::decode_as(payload, d.t.shp, pipecodec::dtype::f32);
   row r;
   r.spec = text;
@@ -113,7 +129,7 @@ const row* cheapest(const std::vector<row>& rows, double limit) {
 int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   std::string dir = fashion_mnist::default_dir();
-  uint64_t images = 10000;
+  uint64_t images = 10000, lowrank_steps = 1;
   std::vector<std::string> specs;
   std::vector<std::pair<std::string, std::string>> extra;  // --npy NAME=FILE
   try {
@@ -121,6 +137,7 @@ int main(int argc, char** argv) {
       const std::string a = argv[i];
       if (a == "--fashion-mnist" && i + 1 < argc) dir = argv[++i];
       else if (a == "--images" && i + 1 < argc) images = cli::parse_uint("images", argv[++i]);
+      else if (a == "--lowrank-steps" && i + 1 < argc) lowrank_steps = cli::parse_uint("lowrank-steps", argv[++i]);
       else if (a == "--npy" && i + 1 < argc) {
         const std::string v = argv[++i];
         const size_t eq = v.find('=');
@@ -152,7 +169,7 @@ int main(int argc, char** argv) {
     std::vector<std::vector<row>> results(data.size());
     for (size_t di = 0; di < data.size(); ++di) {
       for (const std::string& sp : specs) {
-        const row r = measure(data[di], sp);
+        const row r = measure(data[di], sp, lowrank_steps);
         std::printf("%-17s | %-58s | %9.3f | %7.2f | %11.4g | %11.4g | %10.4g\n", data[di].name.c_str(), sp.c_str(),
                     r.bits, r.ratio, r.err.max_abs, r.err.rmse, r.err.rel_l2);
         std::fflush(stdout);

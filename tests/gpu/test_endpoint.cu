@@ -100,6 +100,8 @@ TEST_CASE("CUDA endpoints: payloads and outputs equal the host endpoints' in bot
       "fwd=topk:ratio=0.25,scope=row+aqsgd(store=host,capacity=32); warmup=1",
       "fwd=quant:bits=2,group=row+ef(scope=sample,store=device,dtype=fp16,capacity=32); warmup=1",
       "fwd=topk:ratio=0.2,scope=row+ef(scope=sample,capacity=32)",
+      "fwd=lowrank:rank=3; warmup=1",  // the sender's warm Q; inference encodes cold
+      "fwd=lowrank:rank=2+ef(dtype=bf16)",
   };
   for (const char* text : policies) {
     CAPTURE_TEXT(text);
@@ -232,10 +234,12 @@ void check_shared_mask_pair(const shape& shp) {
 }
 }  // namespace
 
-TEST_CASE("CUDA state owners: EF residual and AQ-SGD store equal the host owners'") {
+TEST_CASE("CUDA state owners: EF residual (and lowrank's Q) and AQ-SGD store equal the host owners'") {
   const shape shp(6, 128);
   stream_owner str;
-  const spec s = tstate::parse("quant:bits=3,group=row");
+  for (const char* text : {"quant:bits=3,group=row", "lowrank:rank=2"}) {
+  CAPTURE_TEXT(text);
+  const spec s = tstate::parse(text);
   host::ef_state he;
   pipecodec::cuda::ef_state de;
   REQUIRE(ok(he.init(s, shp, dtype::bf16)));
@@ -253,6 +257,12 @@ TEST_CASE("CUDA state owners: EF residual and AQ-SGD store equal the host owners
     std::vector<uint8_t> residual(shp.size() * 2);
     testg::check_cuda(cudaMemcpy(residual.data(), de.residual().data, residual.size(), cudaMemcpyDefault), "get");
     CHECK(residual == tstate::snapshot(he.residual()));
+    std::vector<uint8_t> q(size_t(lowrank_state_shape(s, shp).size()) * 4);
+    CHECK(de.lowrank_q().shp == he.lowrank_q().shp);
+    if (q.empty()) continue;
+    testg::check_cuda(cudaMemcpy(q.data(), de.lowrank_q().data, q.size(), cudaMemcpyDefault), "get q");
+    CHECK(q == tstate::snapshot(he.lowrank_q()));
+  }
   }
   host::aqsgd_config c = tstate::store_config("quant:bits=4,group=row", 128, dtype::f16, 20);
   for (bool pinned : {false, true}) {

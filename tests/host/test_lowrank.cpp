@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../common/data.hpp"
+#include "../common/policy_check.hpp"
 #include "../common/print.hpp"
 #include "../common/spec_text.hpp"
 #include "pipecodec/pipecodec.hpp"
@@ -312,4 +313,80 @@ TEST_CASE("lowrank: hostile payloads are rejected and leave the output untouched
   p = r.payload;
   p.resize(p.size() - 1);
   CHECK(decode_bad(p) == status::truncated);
+}
+
+TEST_CASE("lowrank under EF: the owner keeps Q beside the residual, checkpointed as lowrank_q") {
+  const spec s = testspec::parse("lowrank:rank=3");
+  const shape shp(30, 40);
+  host::ef_state st;
+  REQUIRE(st.init(s, shp, dtype::f32) == status::success);
+  REQUIRE(st.lowrank_q().shp == shape(40, 3));
+  std::vector<float> e(shp.size(), 0.0F), q(40 * 3, 0.0F), v(shp.size()), d(shp.size());
+  std::vector<uint8_t> got(st.payload_bytes()), want(got.size()), ws = lowrank_ws(s, shp);
+  for (uint64_t step = 0; step < 4; ++step) {
+    CAPTURE(step);
+    const std::vector<float> x = testdata::activations(shp.size(), 60 + step);
+    REQUIRE(st.encode({x.data(), dtype::f32, shp}, got.data(), got.size(), step) == status::success);
+    // v = x + e, payload = C(v) warm-started from q, e = v - D(payload)
+    for (size_t i = 0; i < v.size(); ++i) v[i] = x[i] + e[i];
+    REQUIRE(host::lowrank_encode(s, {v.data(), dtype::f32, shp}, {q.data(), dtype::f32, shape(40, 3)}, want.data(),
+                                 want.size(), ws.data(), ws.size(), step) == status::success);
+    REQUIRE(host::decode(want.data(), want.size(), {d.data(), dtype::f32, shp}) == status::success);
+    for (size_t i = 0; i < v.size(); ++i) e[i] = v[i] - d[i];
+    CHECK(got == want);
+    CHECK(std::memcmp(st.lowrank_q().data, q.data(), q.size() * 4) == 0);
+    CHECK(std::memcmp(st.residual().data, e.data(), e.size() * 4) == 0);
+  }
+  std::vector<uint8_t> ck(host::checkpoint_bytes(st.lowrank_q()));
+  host::memory_sink sink{ck.data(), ck.size()};
+  REQUIRE(host::save_checkpoint(checkpoint_kind::lowrank_q, st.lowrank_q(), sink) == status::success);
+  host::ef_state back;
+  REQUIRE(back.init(s, shp, dtype::f32) == status::success);
+  CHECK(host::restore_checkpoint(ck.data(), ck.size(), checkpoint_kind::ef_residual, back.lowrank_q()) ==
+        status::state_mismatch);
+  REQUIRE(host::restore_checkpoint(ck.data(), ck.size(), checkpoint_kind::lowrank_q, back.lowrank_q()) ==
+          status::success);
+  CHECK(std::memcmp(back.lowrank_q().data, q.data(), q.size() * 4) == 0);
+  host::ef_state other;
+  REQUIRE(other.init(testspec::parse("quant:bits=4"), shp, dtype::f32) == status::success);
+  CHECK(other.lowrank_q().data == nullptr);
+}
+
+TEST_CASE("lowrank endpoints: training steps warm-start from the sender's Q, inference leaves it alone") {
+  const shape shp(16, 48);
+  const policy p = tpolicy::policy_of("fwd=lowrank:rank=2");
+  host::endpoint_options o;
+  o.max_shape = shp;
+  host::sender_endpoint tx;
+  host::receiver_endpoint rx;
+  REQUIRE(tx.init(p, 0, direction::fwd, o) == status::success);
+  REQUIRE(rx.init(p, 0, direction::fwd, o) == status::success);
+  const spec s = testspec::parse("lowrank:rank=2");
+  std::vector<uint8_t> got(tx.encoded_bytes()), want(got.size()), ws = lowrank_ws(s, shp);
+  std::vector<float> q(48 * 2), y(shp.size()), d(shp.size());
+  for (uint64_t k = 0; k < 5; ++k) {
+    CAPTURE(k);
+    const bool training = k != 2;
+    const std::vector<float> x = testdata::activations(shp.size(), 80 + k);
+    step_info at;
+    at.step = k;
+    at.training = training;
+    at.seed = k;
+    size_t len = 0;
+    REQUIRE(tx.encode({x.data(), dtype::f32, shp}, at, got.data(), got.size(), &len) == status::success);
+    REQUIRE(rx.decode(got.data(), len, {y.data(), dtype::f32, shp}, at) == status::success);
+    REQUIRE(host::decode(got.data(), len, {d.data(), dtype::f32, shp}) == status::success);
+    CHECK(y == d);
+    detail::lowrank_payload lp;
+    REQUIRE(ok(detail::parse_lowrank_payload(got.data(), len, lp)));
+    if (k == 0) {  // a cold start from the endpoint's seed: Q becomes the state
+      std::memcpy(q.data(), got.data() + lp.layout.q_offset, q.size() * 4);
+      continue;
+    }
+    std::vector<float> warm = q;  // inference encodes cold and must not move the state
+    REQUIRE(host::lowrank_encode(s, {x.data(), dtype::f32, shp}, {warm.data(), dtype::f32, shape(48, 2)}, want.data(),
+                                 want.size(), ws.data(), ws.size(), 12345) == status::success);
+    CHECK((got == want) == training);
+    if (training) q = warm;
+  }
 }

@@ -5,7 +5,7 @@
 // Header (little-endian): 0 magic "PCST" | 4 u16 version | 6 u16 header bytes (64) |
 //   8 u8 kind | 9 u8 dtype | 10 u8 ndim | 11 u8 zero | 12 u32 zero | 16 u64 rows | 24 u64 cols |
 //   32 u64 capacity | 40 u64 count | 48 u64 total bytes | 56 u64 zero
-// Sections: ef_residual, ef21_state: the state tensor (rows x cols elements of dtype).
+// Sections: ef_residual, ef21_state, lowrank_q: the state tensor (rows x cols elements of dtype).
 //   aqsgd_store, ef_sample_store (shape = one sample's row, ndim 1, rows 1): ids by slot
 //   (u64[count]), then the rows (AQ-SGD m, EF residual e) by slot (count x cols of dtype). The id table is not stored: it is
 //   rebuilt from the ids in slot order, which reproduces it exactly.
@@ -16,7 +16,10 @@
 
 namespace pipecodec {
 
-enum class checkpoint_kind : uint8_t { ef_residual = 1, ef21_state = 2, aqsgd_store = 3, ef_sample_store = 4 };
+enum class checkpoint_kind : uint8_t {
+  ef_residual = 1, ef21_state = 2, aqsgd_store = 3, ef_sample_store = 4,
+  lowrank_q = 5  // lowrank's warm-start Q (cols x rank fp32), as ef_state::lowrank_q() holds it
+};
 
 constexpr uint16_t checkpoint_version = 1;
 constexpr uint32_t checkpoint_header_bytes = 64;
@@ -89,7 +92,7 @@ PIPECODEC_HD status parse_checkpoint(const void* buf, uint64_t len, checkpoint_h
   if (get_u16(p + 4) != checkpoint_version) return status::unsupported_version;
   if (get_u16(p + 6) != checkpoint_header_bytes || p[11] != 0 || get_u32(p + 12) != 0 || get_u64(p + 56) != 0)
     return status::invalid_header;
-  if (p[8] < 1 || p[8] > 4 || !valid_dtype(p[9]) || (p[10] != 1 && p[10] != 2)) return status::invalid_header;
+  if (p[8] < 1 || p[8] > 5 || !valid_dtype(p[9]) || (p[10] != 1 && p[10] != 2)) return status::invalid_header;
   h.kind = checkpoint_kind(p[8]);
   h.type = dtype(p[9]);
   h.shp.ndim = p[10];

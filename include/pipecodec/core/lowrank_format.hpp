@@ -126,8 +126,9 @@ PIPECODEC_HD double exact_mul(float a, float b) { return double(a) * double(b); 
 // consecutive terms; in a chunk, lane l (0..31) adds terms l, l + 32, ... in turn, then the
 // lanes combine as a tree (lane l adds lane l + 16, then l + 8, 4, 2, 1, as a warp's
 // shuffle-down reduction does); the chunks' sums are added in order. term(i) is a double.
+// The host's form (the device spreads lanes over a warp: cuda/detail/lowrank_kernels.cuh).
 template <class Term>
-PIPECODEC_HD double canonical_sum(uint64_t len, Term term) {
+inline double canonical_sum(uint64_t len, Term term) {
   double total = 0.0;
   for (uint64_t base = 0; base < len; base += lowrank_chunk) {
     double lane[lowrank_lanes];

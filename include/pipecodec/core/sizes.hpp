@@ -79,4 +79,10 @@ inline size_t workspace_bytes(const spec& s, const shape& shp) {
   return 0;
 }
 
+// The shape of lowrank's warm-start state (Q) for tensors of `shp`: cols x rank fp32, the
+// same for any number of rows; an empty shape for other codecs.
+inline shape lowrank_state_shape(const spec& s, const shape& shp) {
+  return s.codec == codec_id::lowrank ? shape(shp.cols, s.lowrank.rank) : shape(0, 0);
+}
+
 }  // namespace pipecodec

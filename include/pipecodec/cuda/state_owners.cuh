@@ -100,20 +100,32 @@ class ef_state {
  public:
   [[nodiscard]] status init(const spec& s, const shape& shp, dtype state_type, cudaStream_t stream,
                             const allocator& device = device_allocator()) {
-    return st_.init(s, shp, state_type, pipecodec::cuda::ef_workspace_bytes(s, shp), device, stream);
+    status st = st_.init(s, shp, state_type, pipecodec::cuda::ef_workspace_bytes(s, shp), device, stream);
+    q_.reset();
+    if (ok(st) && s.codec == codec_id::lowrank) {
+      st = q_.allocate(size_t(lowrank_state_shape(s, shp).size()) * 4, device);
+      if (ok(st)) st = detail::zero_async(q_.data(), q_.size(), stream);
+    }
+    return st;
   }
   [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, uint64_t seed, cudaStream_t stream,
                               size_t* written = nullptr) {
-    return pipecodec::cuda::ef_encode(st_.codec(), x, residual(), payload, capacity, st_.ws(), st_.ws_size(), seed,
-                                      stream, written);
+    return pipecodec::cuda::ef_encode(st_.codec(), x, residual(), lowrank_q(), payload, capacity, st_.ws(),
+                                      st_.ws_size(), seed, stream, written);
   }
   size_t payload_bytes() const { return st_.payload_bytes(); }
   tensor_view residual() const { return st_.view(); }
+  // lowrank: the warm-start Q (device memory), as host::ef_state::lowrank_q.
+  tensor_view lowrank_q() const {
+    return q_.size() > 0 ? tensor_view{q_.data(), dtype::f32, lowrank_state_shape(st_.codec(), st_.view().shp)}
+                         : tensor_view{};
+  }
   const spec& codec() const { return st_.codec(); }
-  size_t device_bytes() const { return st_.device_bytes(); }
+  size_t device_bytes() const { return st_.device_bytes() + q_.size(); }
 
  private:
   detail::tensor_state st_;
+  owned_bytes q_;
 };
 
 // Owner of one side's EF21 g (device memory, zero at the start) and its workspace.

@@ -82,11 +82,13 @@ inline size_t checkpoint_bytes(const aqsgd_config& c, const aqsgd_store& s) {
   return size_t(detail::store_checkpoint(checkpoint_kind::aqsgd_store, c, s).total_bytes);
 }
 
-// Saves an EF residual (kind ef_residual) or an EF21 g (kind ef21_state).
+// Saves an EF residual (kind ef_residual), an EF21 g (kind ef21_state) or lowrank's warm Q
+// (kind lowrank_q).
 template <class Sink>
 status save_checkpoint(checkpoint_kind k, const_tensor_view state, Sink&& sink) {
   uint64_t n = 0;
-  if (k != checkpoint_kind::ef_residual && k != checkpoint_kind::ef21_state) return status::invalid_argument;
+  if (k != checkpoint_kind::ef_residual && k != checkpoint_kind::ef21_state && k != checkpoint_kind::lowrank_q)
+    return status::invalid_argument;
   if (!state.shp.count(n) || n > max_elements) return status::invalid_argument;
   if (!detail::valid_view(state.data, n)) return status::invalid_argument;
   const checkpoint_header h = detail::tensor_checkpoint(k, state);

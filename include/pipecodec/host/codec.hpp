@@ -72,6 +72,14 @@ inline status lowrank_encode(const spec& s, const_tensor_view in, tensor_view q,
 }
 
 namespace detail {
+// encode, warm-started when `q` holds lowrank's state (empty view: the stateless encode).
+inline status encode_warm(const spec& s, const_tensor_view in, tensor_view q, void* payload, size_t capacity,
+                          void* workspace, size_t workspace_size, uint64_t seed, size_t* written) {
+  if (q.data != nullptr && s.codec == codec_id::lowrank)
+    return lowrank_encode(s, in, q, payload, capacity, workspace, workspace_size, seed, written);
+  return encode(s, in, payload, capacity, workspace, workspace_size, seed, written);
+}
+
 template <bool Accumulate>
 inline status decode_any(const void* payload, size_t len, tensor_view out, void* ws, size_t ws_size) {
   if (!valid_dtype(uint8_t(out.type))) return status::invalid_argument;

@@ -15,9 +15,11 @@ inline size_t ef_workspace_bytes(const spec& s, const shape& shp) {
 }
 
 // Encodes x with error feedback; `residual` (x's shape, any dtype, zero at the start) is
-// read and updated. On any error the residual is left untouched.
-inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual, void* payload,
-                        size_t capacity, void* workspace, size_t workspace_size, uint64_t seed = 0,
+// read and updated; with lowrank, `lowrank_q` (lowrank_state_shape, fp32, zero at the start)
+// is the warm-start state PowerSGD keeps beside the residual (an empty view: cold starts).
+// On any error the residual is left untouched.
+inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual, tensor_view lowrank_q,
+                        void* payload, size_t capacity, void* workspace, size_t workspace_size, uint64_t seed = 0,
                         size_t* written = nullptr) {
   using namespace detail;
   uint64_t n = 0;
@@ -36,8 +38,8 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
   });
   if (!ok(st)) return st;
   size_t len = 0;
-  st = encode(s, const_tensor_view(ws.f32, dtype::f32, x.shp), payload, capacity, ws.codec,
-              ws.codec_bytes, seed, &len);
+  st = encode_warm(s, const_tensor_view(ws.f32, dtype::f32, x.shp), lowrank_q, payload, capacity, ws.codec,
+                   ws.codec_bytes, seed, &len);
   if (!ok(st)) return st;
   // e = v - D(payload); v is recomputed (same operands, same rounding) so one scratch suffices.
   st = decode(payload, len, tensor_view{ws.f32, dtype::f32, x.shp}, ws.codec, ws.codec_bytes);
@@ -57,7 +59,12 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
   return st;
 }
 
-// Owner of an EF residual and its workspace (memory from a pluggable allocator).
+inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual, void* payload, size_t capacity,
+                        void* workspace, size_t workspace_size, uint64_t seed = 0, size_t* written = nullptr) {
+  return ef_encode(s, x, residual, tensor_view{}, payload, capacity, workspace, workspace_size, seed, written);
+}
+
+// Owner of an EF residual (and lowrank's warm Q) (memory from a pluggable allocator).
 class ef_state {
  public:
   // Allocates a zero residual of `shp` stored as `state_type`, for codec `s`.
@@ -67,8 +74,11 @@ class ef_state {
     if (encoded_bytes(s, shp) == 0) return status::invalid_spec;
     status st = state_.allocate(size_t(shp.size()) * dtype_bytes(state_type), a);
     if (ok(st)) st = ws_.allocate(ef_workspace_bytes(s, shp), a);
+    q_.reset();
+    if (ok(st) && s.codec == codec_id::lowrank) st = q_.allocate(size_t(lowrank_state_shape(s, shp).size()) * 4, a);
     if (!ok(st)) return st;
     memset(state_.data(), 0, state_.size());
+    if (q_.size() > 0) memset(q_.data(), 0, q_.size());
     spec_ = s;
     shp_ = shp;
     type_ = state_type;
@@ -76,17 +86,21 @@ class ef_state {
   }
   [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, uint64_t seed = 0,
                               size_t* written = nullptr) {
-    return ef_encode(spec_, x, residual(), payload, capacity, ws_.data(), ws_.size(), seed, written);
+    return ef_encode(spec_, x, residual(), lowrank_q(), payload, capacity, ws_.data(), ws_.size(), seed, written);
   }
   size_t payload_bytes() const { return encoded_bytes(spec_, shp_); }
   tensor_view residual() const { return tensor_view{state_.data(), type_, shp_}; }
+  // lowrank: the warm-start Q (checkpoint kind lowrank_q); an empty view for other codecs.
+  tensor_view lowrank_q() const {
+    return q_.size() > 0 ? tensor_view{q_.data(), dtype::f32, lowrank_state_shape(spec_, shp_)} : tensor_view{};
+  }
   const spec& codec() const { return spec_; }
 
  private:
   spec spec_{};
   shape shp_{};
   dtype type_ = dtype::f32;
-  owned_bytes state_, ws_;
+  owned_bytes state_, ws_, q_;
 };
 
 }  // namespace pipecodec::host

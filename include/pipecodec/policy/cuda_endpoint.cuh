@@ -93,10 +93,16 @@ class endpoint_base : public pipecodec::detail::endpoint_core {
     // Stateless and plain calls: the codec's workspace, or a plain decode's status area.
     const size_t ws = std::max({workspace_bytes(dp_.codec, m), workspace_bytes(plain_, m), size_t(16)});
     if (ok(st)) st = ws_.allocate(ws, o.device);
+    lowrank_q_.reset();
+    if (ok(st) && codec_state_bytes(sender) > 0) {
+      st = lowrank_q_.allocate(codec_state_bytes(sender), o.device);
+      if (ok(st)) st = pipecodec::cuda::detail::zero_async(lowrank_q_.data(), lowrank_q_.size(), o.stream);
+    }
     return st;
   }
 
   owned_bytes ws_;  // device workspace of stateless and plain calls
+  owned_bytes lowrank_q_;  // lowrank's warm Q on the sender, for codec calls
   ef_state ef_;
   ef_sample_state efs_;
   ef21_state ef21_;
@@ -134,8 +140,13 @@ class sender_endpoint : public detail::endpoint_base {
              cudaStream_t stream, size_t& len) {
     const action a = sender_action_for(at);
     switch (a) {
-      case action::codec:
+      case action::codec: {
+        const tensor_view q = codec_state(lowrank_q_.data(), at);
+        if (q.data != nullptr)
+          return pipecodec::cuda::lowrank_encode(dp_.codec, in, q, payload, cap, ws_.data(), ws_.size(), seed(at),
+                                                 stream, &len);
         return pipecodec::cuda::encode(dp_.codec, in, payload, cap, ws_.data(), ws_.size(), seed(at), stream, &len);
+      }
       case action::codec_mask:
         if (mask.data == nullptr) return status::invalid_argument;
         return pipecodec::cuda::encode_shared(dp_.codec, in, mask.data, mask.size, payload, cap, ws_.data(),

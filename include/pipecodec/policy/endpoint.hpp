@@ -82,6 +82,11 @@ class endpoint_base : public pipecodec::detail::endpoint_core {
       }
     }
     if (ok(st)) st = ws_.allocate(std::max<size_t>(workspace_bytes(dp_.codec, m), 16), o.alloc);
+    lowrank_q_.reset();
+    if (ok(st) && codec_state_bytes(sender) > 0) {
+      st = lowrank_q_.allocate(codec_state_bytes(sender), o.alloc);
+      if (ok(st)) memset(lowrank_q_.data(), 0, lowrank_q_.size());
+    }
     return st;
   }
 
@@ -102,6 +107,7 @@ class endpoint_base : public pipecodec::detail::endpoint_core {
   }
 
   owned_bytes ws_;  // the codec's workspace for stateless calls
+  owned_bytes lowrank_q_;  // lowrank's warm Q on the sender, for codec calls
   ef_state ef_;
   ef_sample_state efs_;
   ef21_state ef21_;
@@ -135,7 +141,8 @@ class sender_endpoint : public detail::endpoint_base {
     const action a = sender_action_for(at);
     switch (a) {
       case action::codec:
-        return host::encode(dp_.codec, in, payload, cap, ws_.data(), ws_.size(), seed(at), &len);
+        return host::detail::encode_warm(dp_.codec, in, codec_state(lowrank_q_.data(), at), payload, cap, ws_.data(),
+                                         ws_.size(), seed(at), &len);
       case action::codec_mask:
         if (mask.data == nullptr) return status::invalid_argument;
         return host::encode_shared(dp_.codec, in, mask.data, mask.size, payload, cap, ws_.data(), ws_.size(),

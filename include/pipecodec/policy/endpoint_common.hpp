@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "../core/sizes.hpp"
 #include "../host/sample_store.hpp"  // aqsgd_config: the per-sample store of both backends
 #include "policy.hpp"
 
@@ -136,6 +137,16 @@ class endpoint_core {
     return status::success;
   }
   uint64_t seed(const step_info& at) const { return at.seed ^ salt_; }
+  // lowrank's warm Q, which a sender keeps for its codec calls (EF keeps its own): its bytes
+  // (0 for a receiver or another codec), and its view for a training step (an empty view at
+  // inference, which touches no state).
+  size_t codec_state_bytes(bool sender) const {
+    return sender ? size_t(lowrank_state_shape(dp_.codec, max_shape_).size()) * 4 : 0;
+  }
+  tensor_view codec_state(void* lowrank_q, const step_info& at) const {
+    if (!at.training || lowrank_q == nullptr) return tensor_view{};
+    return tensor_view{lowrank_q, dtype::f32, lowrank_state_shape(dp_.codec, max_shape_)};
+  }
   endpoint_action sender_action_for(const step_info& at) const {
     return with_mask(sender_action(dp_.state, mode_for(sched_, at)));
   }

@@ -114,7 +114,7 @@ struct convert_op {
 // for fp32 input only, not for every input dtype as cuda::encode does.
 inline status encode_f32(const spec& s, const float* in, const shape& shp, void* payload, size_t capacity,
                          void* workspace, size_t workspace_size, uint64_t seed, cudaStream_t stream,
-                         size_t* written) {
+                         size_t* written, tensor_view lowrank_q = {}) {
   const const_tensor_view v(in, dtype::f32, shp);
   switch (s.codec) {
     case codec_id::quant: {
@@ -135,6 +135,10 @@ inline status encode_f32(const spec& s, const float* in, const shape& shp, void*
     case codec_id::fp8:
     case codec_id::mx:
       return encode_float(s.codec, s.flt, v, payload, capacity, workspace, workspace_size, seed, stream, written);
+    case codec_id::lowrank:
+      if (lowrank_q.data != nullptr)
+        return lowrank_encode(s, v, lowrank_q, payload, capacity, workspace, workspace_size, seed, stream, written);
+      return encode_lowrank(s.lowrank, v, nullptr, payload, capacity, workspace, workspace_size, seed, stream, written);
     default: return status::not_supported;
   }
 }
