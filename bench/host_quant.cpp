@@ -70,15 +70,16 @@ void timed_against_memcpy(benchmark::State& state, Op&& op) {
   state.counters["memcpy_GBps"] = double(state.iterations()) * double(bytes) / copy_wall / 1e9;
 }
 
-// Rows by spec text (fp8, mx, rotated and outlier-keeping quantization): range(0) indexes these specs. The
-// rotated rows use shape 1024 x (n / 1024), so rotation blocks lie along rows.
+// Rows by spec text (fp8, mx, rotated and outlier-keeping quantization, lowrank (cold)): range(0) indexes these specs. The
+// rotated rows use shape 1024 x (n / 1024), so rotation blocks lie along rows; lowrank: the same matrix.
 const char* const text_specs[] = {"fp8:format=e4m3,group=128,scale_dtype=fp16", "fp8:format=e4m3,round=stochastic",
                                   "mx:format=fp8_e4m3", "mx:format=fp6_e2m3", "mx:format=fp4_e2m1",
                                   "quant:bits=2,group=128,scale_dtype=fp16,rotate=hadamard",
                                   "quant:bits=4,group=128,scale_dtype=fp16,rotate=hadamard",
                                   "quant:bits=4,group=128,scale_dtype=fp16,rotate=hadamard,rotate_block=1024",
                                   "quant:bits=2,group=128,scale_dtype=fp16,outliers=2",
-                                  "quant:bits=4,group=128,scale_dtype=fp16,outliers=4"};
+                                  "quant:bits=4,group=128,scale_dtype=fp16,outliers=4",
+                                  "lowrank:rank=4", "lowrank:rank=16"};
 constexpr int text_spec_count = sizeof(text_specs) / sizeof(text_specs[0]);
 
 pc::spec text_spec(benchmark::State& state) {

@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -27,6 +28,8 @@ const char* kind_name(checkpoint_kind k) {
       return "aqsgd_store";
     case checkpoint_kind::ef_sample_store:
       return "ef_sample_store";
+    case checkpoint_kind::lowrank_q:
+      return "lowrank_q";
   }
   return "unknown";
 }
@@ -73,14 +76,32 @@ struct tensor_scheme {
     return written;
   }
   pc::tensor_view state() const;
+  pc::tensor_view lowrank_q() const;  // EF with lowrank: the warm Q beside the residual
   nb::dict save() const {
-    const pc::tensor_view v = state();
-    return state_dict(Kind, host::checkpoint_bytes(v),
-                      [&](host::memory_sink& sink) { return host::save_checkpoint(Kind, v, sink); });
+    nb::dict d = save_tensor(Kind, state());
+    if (const pc::tensor_view q = lowrank_q(); q.data != nullptr) d["lowrank_q"] = save_tensor(checkpoint_kind::lowrank_q, q);
+    return d;
   }
   void load(const nb::dict& d) {
+    const pc::tensor_view q = lowrank_q();
+    if (q.data != nullptr && !d.contains("lowrank_q"))
+      throw nb::value_error("load_state_dict: a lowrank EF state_dict holds 'lowrank_q'");
     const nb::bytes b = checkpoint_of(d, Kind);
-    check(host::restore_checkpoint(b.c_str(), b.size(), Kind, state()), "load_state_dict");
+    // Both checkpoints are validated before either state changes.
+    std::vector<uint8_t> q_before(size_t(q.shp.size()) * 4);
+    if (q.data != nullptr) {
+      std::memcpy(q_before.data(), q.data, q_before.size());
+      const nb::bytes qb = checkpoint_of(nb::cast<nb::dict>(d["lowrank_q"]), checkpoint_kind::lowrank_q);
+      check(host::restore_checkpoint(qb.c_str(), qb.size(), checkpoint_kind::lowrank_q, q), "load_state_dict");
+    }
+    const pc::status st = host::restore_checkpoint(b.c_str(), b.size(), Kind, state());
+    if (!pc::ok(st) && q.data != nullptr) std::memcpy(q.data, q_before.data(), q_before.size());
+    check(st, "load_state_dict");
+  }
+
+ private:
+  static nb::dict save_tensor(checkpoint_kind k, const pc::tensor_view& v) {
+    return state_dict(k, host::checkpoint_bytes(v), [&](host::memory_sink& sink) { return host::save_checkpoint(k, v, sink); });
   }
 };
 
@@ -93,6 +114,14 @@ pc::tensor_view ef::state() const {
 template <>
 pc::tensor_view ef21::state() const {
   return s.state();
+}
+template <>
+pc::tensor_view ef::lowrank_q() const {
+  return s.lowrank_q();
+}
+template <>
+pc::tensor_view ef21::lowrank_q() const {
+  return {};
 }
 
 // The per-sample schemes: a store of `capacity` rows of `cols` features, keyed by sample id.

@@ -24,6 +24,7 @@ SPECS = [
     "mx:format=fp8_e4m3",
     "mx:format=fp4_e2m1",
     "mx:format=int8,round=stochastic",
+    "lowrank:rank=4",
 ]
 
 
@@ -52,6 +53,9 @@ def test_round_trip(spec, shape, rng):
     elif spec.startswith(("fp8", "mx")):  # relative error of the element format (docs/FORMAT.md)
         fmt = spec.split("format=")[1].split(",")[0]
         assert err < {"e4m3": 0.05, "e5m2": 0.15, "fp8_e4m3": 0.05, "fp4_e2m1": 0.3, "int8": 0.05}[fmt]
+    elif spec.startswith("lowrank"):  # a projection of every column: never above the input
+        assert err <= 1.0
+        assert np.all(np.abs(y) <= np.linalg.norm(x.reshape(-1, shape[-1]), axis=0) * (1 + 1e-5) + 1e-30)
     else:  # sparse: kept entries exact (or near), dropped ones zero
         kept = y != 0
         assert 0 < kept.sum() < x.size

@@ -99,3 +99,21 @@ def test_low_precision_storage(storage, rng):
     ef.encode(rng.standard_normal((2, 64)).astype(np.float32))
     r = ef.residual
     assert r.shape == (2, 64) and r.itemsize == 2 and np.any(r != 0)
+
+
+def test_ef_with_lowrank_keeps_and_restores_the_warm_q(rng):
+    spec, shape = "lowrank:rank=2", (16, 40)
+    a = pc.EF(spec, shape)
+    xs = [rng.standard_normal(shape).astype(np.float32) for _ in range(4)]
+    for x in xs[:2]:
+        a.encode(x)
+    saved = pickle.loads(pickle.dumps(a.state_dict()))
+    assert saved["lowrank_q"]["kind"] == "lowrank_q"
+    b = pc.EF(spec, shape)
+    b.load_state_dict(saved)
+    for x in xs[2:]:  # the restored twin continues byte for byte: residual and warm Q
+        assert np.array_equal(a.encode(x), b.encode(x))
+    missing = dict(saved)
+    del missing["lowrank_q"]
+    with pytest.raises(ValueError, match="lowrank_q"):
+        pc.EF(spec, shape).load_state_dict(missing)

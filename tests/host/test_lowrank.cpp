@@ -74,7 +74,7 @@ std::vector<uint8_t> reference_payload(const spec& s, const std::vector<float>& 
   h.codec = codec_id::lowrank;
   h.shp = shp;
   h.total_bytes = L.total;
-  write_lowrank_params(h.params, s.lowrank);
+  write_lowrank_params(h.params, s.lowrank, seed);
   write_header(p.data(), h);
   auto m = [&](uint64_t i, uint64_t j) { return std::isfinite(x[i * L.cols + j]) ? x[i * L.cols + j] : 0.0F; };
   std::vector<float> q0(L.cols * R);
@@ -384,8 +384,9 @@ TEST_CASE("lowrank endpoints: training steps warm-start from the sender's Q, inf
       continue;
     }
     std::vector<float> warm = q;  // inference encodes cold and must not move the state
+    const uint64_t seed = detail::get_u64(got.data() + 40 + 16);  // the endpoint's, as recorded
     REQUIRE(host::lowrank_encode(s, {x.data(), dtype::f32, shp}, {warm.data(), dtype::f32, shape(48, 2)}, want.data(),
-                                 want.size(), ws.data(), ws.size(), 12345) == status::success);
+                                 want.size(), ws.data(), ws.size(), seed) == status::success);
     CHECK((got == want) == training);
     if (training) q = warm;
   }

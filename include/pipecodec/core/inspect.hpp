@@ -40,6 +40,7 @@ PIPECODEC_HD void describe(const float_payload& fp, payload_info& out) {
 PIPECODEC_HD void describe(const lowrank_payload& lp, payload_info& out) {
   out.codec_spec.codec = codec_id::lowrank;
   out.codec_spec.lowrank = lp.l;
+  out.seed = get_u64(lp.hdr.params + 16);
 }
 
 // k is the resolved count per unit (a ratio is not recorded), the index layout the

@@ -7,7 +7,7 @@
 // drawn from the seed otherwise; a column of Q0 that is all zero is drawn from the seed too,
 // so a zeroed state starts cold.
 //
-// Parameters (24 bytes): 0 rank R (1..32) | 1..23 zero
+// Parameters (24 bytes): 0 rank R (1..32) | 1..15 zero | 16..23 the call's seed (Q0's random columns)
 // Sections: header (64) | P: rows x R f32, P[i * R + r], padded to 16 | Q: cols x R f32, padded to 16
 //
 // Byte identity without fused multiply-adds: every product that feeds a sum is a product of
@@ -52,13 +52,14 @@ PIPECODEC_HD bool make_lowrank_layout(const lowrank_params& l, const shape& s, l
   return true;
 }
 
-PIPECODEC_HD void write_lowrank_params(uint8_t* p, const lowrank_params& l) {
+PIPECODEC_HD void write_lowrank_params(uint8_t* p, const lowrank_params& l, uint64_t seed) {
   for (uint32_t i = 0; i < header_param_bytes; ++i) p[i] = 0;
   p[0] = uint8_t(l.rank);
+  put_u64(p + 16, seed);
 }
 
 PIPECODEC_HD status read_lowrank_params(const uint8_t* p, lowrank_params& l) {
-  for (uint32_t i = 1; i < header_param_bytes; ++i)
+  for (uint32_t i = 1; i < 16; ++i)
     if (p[i] != 0) return status::invalid_header;
   l = lowrank_params{};
   l.rank = p[0];

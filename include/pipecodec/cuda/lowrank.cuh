@@ -33,7 +33,7 @@ inline status encode_lowrank(const lowrank_params& l, const_tensor_view in, cons
   h.type = in.type;
   h.shp = in.shp;
   h.total_bytes = L.total;
-  write_lowrank_params(h.params, l);
+  write_lowrank_params(h.params, l, seed);
   uint8_t* ws = align_workspace(workspace);
   float* q0 = reinterpret_cast<float*>(ws + W.q0_offset);
   double* pd = reinterpret_cast<double*>(ws + W.pd_offset);

@@ -110,7 +110,7 @@ inline status encode_lowrank(const lowrank_params& l, const_tensor_view in, cons
   if (ok(st)) st = check_encode_workspace(in, payload, L.total, workspace, workspace_size, make_lowrank_workspace(L).used);
   if (!ok(st)) return st;
   uint8_t* p = static_cast<uint8_t*>(payload);
-  write_payload_header(p, codec_id::lowrank, in, L.total, [&](uint8_t* params) { write_lowrank_params(params, l); });
+  write_payload_header(p, codec_id::lowrank, in, L.total, [&](uint8_t* params) { write_lowrank_params(params, l, seed); });
   memset(p + L.p_offset, 0, L.total - L.p_offset);
   st = dispatch_dtype(in.type, [&](auto tc) {
     lowrank_factors<decltype(tc)::value>(L, in.data, warm, seed, align16_ptr(workspace), p);
