@@ -89,7 +89,7 @@ std::vector<uint8_t> reference_payload(const spec& s, const std::vector<float>& 
     double mx = 0;
     for (uint64_t i = 0; i < L.rows; ++i) {
       raw[i] = canonical_sum(L.cols, [&](uint64_t j) { return exact_mul(m(i, j), q0[j * R + c]); });
-      mx = std::max(mx, std::fabs(raw[i]));
+      if (c < L.rows) mx = std::max(mx, std::fabs(raw[i]));  // at most `rows` independent columns
     }
     for (uint64_t i = 0; i < L.rows; ++i) P[i * R + c] = mx == 0 ? 0.0F : float(raw[i] / mx);
     if (mx == 0) continue;

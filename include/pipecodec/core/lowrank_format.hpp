@@ -163,6 +163,9 @@ PIPECODEC_HD float project_out(float pc, float d, float pp) {
   return float(double(pc) - exact_mul(d, pp));
 }
 
+// Columns c >= rows of P are zero: R^rows holds at most `rows` orthonormal columns, and what
+// Gram-Schmidt leaves of a later one is rounding noise, which normalized would break the
+// bound |x'[i,j]| <= ||x[:,j]|| (a fuzzer found it at rank 32 of 8 rows).
 // P's column c before orthogonalization, from M Q0 in double: divided by its largest
 // magnitude (a maximum, the same in any order), so it fits a float.
 PIPECODEC_HD float scaled_column_value(double raw, double col_max) { return float(ddiv_rn(raw, col_max)); }

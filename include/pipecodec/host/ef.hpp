@@ -64,7 +64,8 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
   return ef_encode(s, x, residual, tensor_view{}, payload, capacity, workspace, workspace_size, seed, written);
 }
 
-// Owner of an EF residual (and lowrank's warm Q) (memory from a pluggable allocator).
+// Owner of an EF residual, lowrank's warm Q with a lowrank codec, and their workspace (memory
+// from a pluggable allocator).
 class ef_state {
  public:
   // Allocates a zero residual of `shp` stored as `state_type`, for codec `s`.

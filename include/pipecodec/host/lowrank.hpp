@@ -19,10 +19,12 @@ inline void canonical_sums(uint64_t len, uint32_t count, double* out, Add add) {
   for (uint32_t k = 0; k < count; ++k) out[k] = 0.0;
   double lane[lowrank_lanes][lowrank_max_sums];
   for (uint64_t base = 0; base < len; base += lowrank_chunk) {
-    for (uint32_t l = 0; l < lowrank_lanes; ++l) {
+    for (uint32_t l = 0; l < lowrank_lanes; ++l)
       for (uint32_t k = 0; k < count; ++k) lane[l][k] = 0.0;
-      for (uint64_t i = base + l; i < len && i < base + lowrank_chunk; i += lowrank_lanes) add(i, lane[l]);
-    }
+    // Term i goes to lane i mod 32, each lane's terms in increasing order (as canonical_sum),
+    // visited in memory order so the 32 lanes' sums proceed side by side.
+    const uint64_t end = len - base < lowrank_chunk ? len : base + lowrank_chunk;
+    for (uint64_t i = base; i < end; ++i) add(i, lane[i & (lowrank_lanes - 1)]);  // base is a multiple of 32
     for (uint32_t off = lowrank_lanes / 2; off > 0; off /= 2)
       for (uint32_t l = 0; l < off; ++l)
         for (uint32_t k = 0; k < count; ++k) lane[l][k] += lane[l + off][k];
@@ -52,7 +54,7 @@ inline void lowrank_orthonormalize(const lowrank_layout& L, const double* pd, ui
   auto at = [&](uint64_t i, uint32_t c) { return load_factor(P, i * R + c); };
   for (uint32_t c = 0; c < R; ++c) {
     double mx = 0.0;
-    for (uint64_t i = 0; i < L.rows; ++i) {
+    for (uint64_t i = 0; c < L.rows && i < L.rows; ++i) {  // columns c >= rows stay zero
       const double a = pd[i * R + c] < 0 ? -pd[i * R + c] : pd[i * R + c];
       mx = a > mx ? a : mx;
     }
@@ -134,12 +136,21 @@ inline status decode_lowrank(const void* payload, size_t len, tensor_view out) {
   const lowrank_layout& L = lp.layout;
   return dispatch_dtype(out.type, [&](auto oc) {
     constexpr dtype O = decltype(oc)::value;
+    const uint8_t* Q = lp.bytes + L.q_offset;
+    constexpr uint64_t block = 8;  // elements whose sums (lowrank_element's, in order of r) run side by side
     for (uint64_t i = 0; i < L.rows; ++i) {
-      const uint8_t* prow = lp.bytes + L.p_offset + 4 * i * L.rank;
-      for (uint64_t j = 0; j < L.cols; ++j) {
-        const float v = lowrank_element(prow, lp.bytes + L.q_offset + 4 * j * L.rank, L.rank);
-        const uint64_t e = i * L.cols + j;
-        store<O>(out.data, e, Accumulate ? add_rn(load<O>(out.data, e), v) : v);  // v is finite
+      double p[max_lowrank_rank];
+      for (uint32_t r = 0; r < L.rank; ++r) p[r] = load_factor(lp.bytes + L.p_offset, i * L.rank + r);
+      for (uint64_t j0 = 0; j0 < L.cols; j0 += block) {
+        const uint64_t cnt = L.cols - j0 < block ? L.cols - j0 : block;
+        double acc[block] = {};
+        for (uint32_t r = 0; r < L.rank; ++r)
+          for (uint64_t k = 0; k < cnt; ++k) acc[k] += p[r] * double(load_factor(Q, (j0 + k) * L.rank + r));
+        for (uint64_t k = 0; k < cnt; ++k) {
+          const uint64_t e = i * L.cols + j0 + k;
+          const float v = to_float_sat(acc[k]);
+          store<O>(out.data, e, Accumulate ? add_rn(load<O>(out.data, e), v) : v);  // v is finite
+        }
       }
     }
     return status::success;

@@ -137,11 +137,12 @@ class endpoint_core {
     return status::success;
   }
   uint64_t seed(const step_info& at) const { return at.seed ^ salt_; }
-  // lowrank's warm Q, which a sender keeps for its codec calls (EF keeps its own): its bytes
-  // (0 for a receiver or another codec), and its view for a training step (an empty view at
-  // inference, which touches no state).
+  // lowrank's warm Q, which a sender without a state scheme keeps for its codec calls (EF keeps
+  // its own; the other schemes call the codec only at inference): its bytes (0 otherwise), and
+  // its view for a training step (an empty view at inference, which touches no state).
   size_t codec_state_bytes(bool sender) const {
-    return sender ? size_t(lowrank_state_shape(dp_.codec, max_shape_).size()) * 4 : 0;
+    if (!sender || dp_.state.scheme != state_scheme::none) return 0;
+    return size_t(lowrank_state_shape(dp_.codec, max_shape_).size()) * 4;
   }
   tensor_view codec_state(void* lowrank_q, const step_info& at) const {
     if (!at.training || lowrank_q == nullptr) return tensor_view{};

@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(Threads) lowrank_orthonormalize_kernel(lowrank
       if (t < off && maxes[t + off] > maxes[t]) maxes[t] = maxes[t + off];
       __syncthreads();
     }
-    const double mx = maxes[0];
+    const double mx = c < L.rows ? maxes[0] : 0.0;  // at most `rows` independent columns
     for (uint64_t i = t; i < L.rows; i += Threads)
       store_factor(P, i * R + c, mx == 0.0 ? 0.0f : scaled_column_value(pd[i * R + c], mx));
     __syncthreads();
