@@ -93,13 +93,15 @@ std::vector<uint8_t> reference_payload(const spec& s, const std::vector<float>& 
     }
     for (uint64_t i = 0; i < L.rows; ++i) P[i * R + c] = mx == 0 ? 0.0F : float(raw[i] / mx);
     if (mx == 0) continue;
+    const double before = canonical_sum(L.rows, [&](uint64_t i) { return exact_mul(P[i * R + c], P[i * R + c]); });
     for (uint32_t k = 0; k < 2 * c; ++k) {
       const uint32_t q = k % c;
       const float d = float(canonical_sum(L.rows, [&](uint64_t i) { return exact_mul(P[i * R + c], P[i * R + q]); }));
       for (uint64_t i = 0; i < L.rows; ++i) P[i * R + c] = float(double(P[i * R + c]) - double(d) * P[i * R + q]);
     }
     const double ss = canonical_sum(L.rows, [&](uint64_t i) { return exact_mul(P[i * R + c], P[i * R + c]); });
-    for (uint64_t i = 0; i < L.rows; ++i) P[i * R + c] = ss == 0 ? 0.0F : float(double(P[i * R + c]) / std::sqrt(ss));
+    const bool dependent = !(ss > before * std::ldexp(1.0, -24));
+    for (uint64_t i = 0; i < L.rows; ++i) P[i * R + c] = dependent ? 0.0F : float(double(P[i * R + c]) / std::sqrt(ss));
   }
   for (uint64_t k = 0; k < L.rows * R; ++k) store_factor(p.data() + L.p_offset, k, P[k]);
   for (uint64_t j = 0; j < L.cols; ++j)

@@ -170,6 +170,12 @@ PIPECODEC_HD float project_out(float pc, float d, float pp) {
 // magnitude (a maximum, the same in any order), so it fits a float.
 PIPECODEC_HD float scaled_column_value(double raw, double col_max) { return float(ddiv_rn(raw, col_max)); }
 
+// A column whose squared norm after the projections is below 2^-24 of what it was before
+// (norm ratio 2^-12) is taken as dependent and set to zero: what remains of a dependent column
+// is rounding noise, which can lie in the earlier columns' span (structured data: a constant
+// tensor's noise is constant), and normalized it would not be orthogonal to them.
+PIPECODEC_HD bool lowrank_dependent(double after, double before) { return !(after > before * 0x1p-24); }
+
 // The column divided by its norm sqrt(sum_i P[i,c]^2) (0 keeps a zero column zero).
 PIPECODEC_HD float normalized_value(float pc, double norm) { return float(ddiv_rn(double(pc), norm)); }
 

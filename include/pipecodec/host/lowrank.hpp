@@ -60,6 +60,7 @@ inline void lowrank_orthonormalize(const lowrank_layout& L, const double* pd, ui
     }
     for (uint64_t i = 0; i < L.rows; ++i) store_factor(P, i * R + c, mx == 0.0 ? 0.0f : scaled_column_value(pd[i * R + c], mx));
     if (mx == 0.0) continue;
+    const double before = canonical_sum(L.rows, [&](uint64_t i) { return exact_mul(at(i, c), at(i, c)); });
     for (uint32_t k = 0; k < lowrank_projection_passes * c; ++k) {
       const uint32_t p = k % c;
       const float d = float(canonical_sum(L.rows, [&](uint64_t i) { return exact_mul(at(i, c), at(i, p)); }));
@@ -67,8 +68,9 @@ inline void lowrank_orthonormalize(const lowrank_layout& L, const double* pd, ui
     }
     const double ss = canonical_sum(L.rows, [&](uint64_t i) { return exact_mul(at(i, c), at(i, c)); });
     const double norm = dsqrt_rn(ss);
+    const bool dependent = lowrank_dependent(ss, before);
     for (uint64_t i = 0; i < L.rows; ++i)
-      store_factor(P, i * R + c, ss == 0.0 ? 0.0f : normalized_value(at(i, c), norm));
+      store_factor(P, i * R + c, dependent ? 0.0f : normalized_value(at(i, c), norm));
   }
 }
 

@@ -115,6 +115,8 @@ __global__ void __launch_bounds__(Threads) lowrank_orthonormalize_kernel(lowrank
       store_factor(P, i * R + c, mx == 0.0 ? 0.0f : scaled_column_value(pd[i * R + c], mx));
     __syncthreads();
     if (mx == 0.0) continue;
+    const double before =
+        lowrank_block_sum<Threads>(L.rows, [&](uint64_t i) { return exact_mul(at(i, c), at(i, c)); }, chunk_sums, result);
     for (uint32_t k = 0; k < lowrank_projection_passes * c; ++k) {
       const uint32_t p = k % c;
       const float d = float(lowrank_block_sum<Threads>(
@@ -125,8 +127,9 @@ __global__ void __launch_bounds__(Threads) lowrank_orthonormalize_kernel(lowrank
     const double ss =
         lowrank_block_sum<Threads>(L.rows, [&](uint64_t i) { return exact_mul(at(i, c), at(i, c)); }, chunk_sums, result);
     const double norm = dsqrt_rn(ss);
+    const bool dependent = lowrank_dependent(ss, before);
     for (uint64_t i = t; i < L.rows; i += Threads)
-      store_factor(P, i * R + c, ss == 0.0 ? 0.0f : normalized_value(at(i, c), norm));
+      store_factor(P, i * R + c, dependent ? 0.0f : normalized_value(at(i, c), norm));
     __syncthreads();
   }
 }
