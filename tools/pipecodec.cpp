@@ -16,7 +16,8 @@ namespace {
 const char usage[] =
     "usage: pipecodec COMMAND ...\n"
     "  encode --spec SPEC [--seed N] IN OUT   IN: .npy (<f4 or <f2, 1-D or 2-D), or raw with\n"
-    "                                         --dtype f32|f16|bf16 --shape N[xM]\n"
+    "                                         --dtype f32|f16|bf16 --shape N[xM]; specs with\n"
+    "                                         rng=sample take --ids IDS.npy ('<i8', 1 x rows)\n"
     "  decode [--dtype f32|f16|bf16] [--max-elements N] IN OUT\n"
     "                                         OUT: .npy (raw bytes for bf16); dtype defaults\n"
     "                                         to the dtype that was encoded; refuses (exit 3)\n"
@@ -24,7 +25,7 @@ const char usage[] =
     "                                         (default 268435456 = 2^28)\n"
     "  info IN                                payload header, one `key: value` per line\n"
     "  eval --spec SPEC [--seed N] IN         bits/element, ratio, errors, encode/decode GB/s\n"
-    "                                         (IN as for encode)\n"
+    "                                         (IN and --ids as for encode)\n"
     "  eval --spec SPEC --state ef|ef-sample|ef21|aqsgd [--ids IDS.npy] [--seed N]\n"
     "       [--state-dtype fp32|fp16|bf16] [--warmup-steps N] STEP1.npy STEP2.npy ...\n"
     "                                         successive steps through one boundary, sender\n"

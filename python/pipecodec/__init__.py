@@ -79,18 +79,21 @@ def workspace_bytes(spec: SpecLike, shape: Sequence[int]) -> int:
 
 
 def encode(spec: SpecLike, x: Array, seed: int = 0, out: Optional[Array] = None,
-           workspace: Optional[Array] = None, stream: Optional[int] = None) -> Array:
+           workspace: Optional[Array] = None, stream: Optional[int] = None,
+           sample_ids: Optional[Array] = None) -> Array:
     """Encodes `x` (float32 / float16 / bfloat16; N-D is rows x last dimension) with `spec`.
 
     Returns the payload: `out[:n]` when `out` (uint8, at least encoded_bytes) is given, else a
-    new uint8 array. `seed` drives stochastic rounding and RandK's positions. Device arrays
-    (CUDA builds) are encoded on `stream`, by default the framework's current stream."""
+    new uint8 array. `seed` drives stochastic rounding and RandK's positions; specs with
+    rng=sample also take `sample_ids` (uint64 / int64, one per row, on x's device), so a sample's
+    bits do not depend on its batch. Device arrays (CUDA builds) are encoded on `stream`, by
+    default the framework's current stream."""
     s = _spec(spec)
     buf = _payload(x, s.encoded_bytes(list(x.shape)), out)
     if _device.use_cuda(x):
         ws = _workspace(x, s, x.shape, workspace)
-        return buf[:_core.cuda_encode_into(s, x, buf, ws, seed, _device.stream(x, stream))]
-    return buf[:_core.encode_into(s, x, buf, seed, workspace)]
+        return buf[:_core.cuda_encode_into(s, x, buf, ws, seed, _device.stream(x, stream), sample_ids)]
+    return buf[:_core.encode_into(s, x, buf, seed, workspace, sample_ids)]
 
 
 def encode_shared(spec: SpecLike, x: Array, mask: Array, seed: int = 0, out: Optional[Array] = None,
@@ -197,18 +200,20 @@ class EF(_core.EF):
     """Error feedback with one residual of `shape` (the batch): sends C(x + e), keeps the error.
     The receiver decodes with decode(). EF(spec, shape, storage="float32")."""
 
-    def encode(self, x: Array, seed: int = 0, out: Optional[Array] = None) -> Array:
+    def encode(self, x: Array, seed: int = 0, out: Optional[Array] = None,
+               sample_ids: Optional[Array] = None) -> Array:
         buf = _payload(x, self.payload_bytes, out)
-        return buf[:self.encode_into(x, buf, seed)]
+        return buf[:self.encode_into(x, buf, seed, sample_ids)]
 
 
 class EF21(_core.EF21):
     """EF21: both sides keep g; the sender sends C(x - g) and both do g += D(payload).
     EF21(spec, shape, storage="float32"); decode(payload, out=None) updates g (and fills out)."""
 
-    def encode(self, x: Array, seed: int = 0, out: Optional[Array] = None) -> Array:
+    def encode(self, x: Array, seed: int = 0, out: Optional[Array] = None,
+               sample_ids: Optional[Array] = None) -> Array:
         buf = _payload(x, self.payload_bytes, out)
-        return buf[:self.encode_into(x, buf, seed)]
+        return buf[:self.encode_into(x, buf, seed, sample_ids)]
 
 
 class EFSample(_core.EFSample):

@@ -54,13 +54,15 @@ struct call_workspace {
 };
 
 size_t encode_into(const pc::spec& s, const in_array& x, const out_array& out, uint64_t seed,
-                   const std::optional<out_array>& workspace) {
+                   const std::optional<out_array>& workspace, const std::optional<in_array>& ids) {
   require_host("encode", x, out);
+  if (ids) require_host("encode", *ids);
   const pc::const_tensor_view in = input_view(x, "x");
   const bytes_out dst = output_bytes(out, "out");
   call_workspace ws(workspace, pc::host::encode_workspace_bytes(s, in.shp));
+  const pc::randomness rnd(seed, ids ? sample_ids(*ids, in.shp.rows) : nullptr);
   size_t written = 0;
-  run_unlocked("encode", [&] { return pc::host::encode(s, in, dst.data, dst.size, ws.data, ws.size, seed, &written); });
+  run_unlocked("encode", [&] { return pc::host::encode(s, in, dst.data, dst.size, ws.data, ws.size, rnd, &written); });
   return written;
 }
 
@@ -154,7 +156,7 @@ void bind_codecs(nb::module_& m) {
           nb::arg("shape"), "Workspace an encode of this shape needs (0: none).");
 
   m.def("encode_into", &encode_into, nb::arg("spec"), nb::arg("x"), nb::arg("out"), nb::arg("seed") = 0,
-        nb::arg("workspace") = nb::none());
+        nb::arg("workspace") = nb::none(), nb::arg("sample_ids") = nb::none());
   m.def("encode_shared_into", &encode_shared_into, nb::arg("spec"), nb::arg("x"), nb::arg("mask"), nb::arg("out"),
         nb::arg("seed") = 0, nb::arg("workspace") = nb::none());
   m.def("decode_into", &decode_into, nb::arg("payload"), nb::arg("out"), nb::arg("accumulate") = false,

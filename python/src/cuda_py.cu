@@ -15,14 +15,15 @@ namespace {
 namespace cuda = pc::cuda;
 
 size_t cuda_encode_into(const pc::spec& s, const in_array& x, const out_array& out, const out_array& workspace,
-                        uint64_t seed, uintptr_t stream) {
-  device_guard on(device_of("encode", x, out, workspace));
+                        uint64_t seed, uintptr_t stream, const std::optional<in_array>& ids) {
+  device_guard on(ids ? device_of("encode", x, out, workspace, *ids) : device_of("encode", x, out, workspace));
   const pc::const_tensor_view in = input_view(x, "x");
   const bytes_out dst = output_bytes(out, "out");
   const bytes_out ws = output_bytes(workspace, "workspace");
+  const pc::randomness rnd(seed, ids ? sample_ids(*ids, in.shp.rows) : nullptr);
   size_t written = 0;
   run_unlocked("encode", [&] {
-    return cuda::encode(s, in, dst.data, dst.size, ws.data, ws.size, seed, stream_of(stream), &written);
+    return cuda::encode(s, in, dst.data, dst.size, ws.data, ws.size, rnd, stream_of(stream), &written);
   });
   return written;
 }
@@ -96,7 +97,7 @@ std::string cuda_status(const out_array& workspace, uintptr_t stream) {
 
 void bind_cuda(nb::module_& m) {
   m.def("cuda_encode_into", &cuda_encode_into, nb::arg("spec"), nb::arg("x"), nb::arg("out"), nb::arg("workspace"),
-        nb::arg("seed"), nb::arg("stream"));
+        nb::arg("seed"), nb::arg("stream"), nb::arg("sample_ids") = nb::none());
   m.def("cuda_encode_shared_into", &cuda_encode_shared_into, nb::arg("spec"), nb::arg("x"), nb::arg("mask"),
         nb::arg("out"), nb::arg("workspace"), nb::arg("seed"), nb::arg("stream"));
   m.def("cuda_decode_into", &cuda_decode_into, nb::arg("spec"), nb::arg("payload"), nb::arg("out"),

@@ -67,12 +67,14 @@ struct tensor_scheme {
   tensor_scheme(const std::string& spec, const std::vector<uint64_t>& shape, const std::string& storage) {
     check(s.init(parse_spec_text(spec), shape_arg(shape), parse_dtype(storage)), "init");
   }
-  size_t encode_into(const in_array& x, const out_array& out, uint64_t seed) {
+  size_t encode_into(const in_array& x, const out_array& out, uint64_t seed, const std::optional<in_array>& ids) {
     require_host("encode", x, out);
+    if (ids) require_host("encode", *ids);
     const pc::const_tensor_view in = input_view(x, "x");
     const bytes_out dst = output_bytes(out, "out");
+    const pc::randomness rnd(seed, ids ? sample_ids(*ids, in.shp.rows) : nullptr);
     size_t written = 0;
-    run_unlocked("encode", [&] { return s.encode(in, dst.data, dst.size, seed, &written); });
+    run_unlocked("encode", [&] { return s.encode(in, dst.data, dst.size, rnd, &written); });
     return written;
   }
   pc::tensor_view state() const;
@@ -211,7 +213,8 @@ void tensor_common(C& c) {
         nb::arg("shape"), nb::arg("storage") = "float32")
       .def_prop_ro("payload_bytes", [](const T& t) { return t.s.payload_bytes(); })
       .def_prop_ro("spec", [](const T& t) { return pc::to_string(t.s.codec()); })
-      .def("encode_into", &T::encode_into, nb::arg("x"), nb::arg("out"), nb::arg("seed") = 0)
+      .def("encode_into", &T::encode_into, nb::arg("x"), nb::arg("out"), nb::arg("seed") = 0,
+           nb::arg("sample_ids") = nb::none())
       .def("state_dict", &T::save)
       .def("load_state_dict", &T::load, nb::arg("state"));
 }

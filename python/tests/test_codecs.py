@@ -84,6 +84,23 @@ def test_encode_is_deterministic_and_seeded(rng):
     assert pc.info(a)["seed"] == 1
 
 
+@pytest.mark.parametrize("spec", ["quant:bits=2,group=row,round=stochastic,rng=sample",
+                                  "mx:format=fp4_e2m1,round=stochastic,rng=sample",
+                                  "randk:k=9,scope=row,rng=sample"])
+def test_sample_keyed_rows_do_not_depend_on_their_batch(spec, rng):
+    x = rng.standard_normal((6, 64)).astype(np.float32)
+    ids = np.arange(100, 106, dtype=np.uint64)
+    whole = pc.decode(pc.encode(spec, x, seed=3, sample_ids=ids))
+    flipped = pc.decode(pc.encode(spec, x[::-1].copy(), seed=3, sample_ids=ids[::-1].copy()))
+    assert np.array_equal(whole, flipped[::-1])
+    alone = pc.decode(pc.encode(spec, x[2:3].copy(), seed=3, sample_ids=ids[2:3].copy()))
+    assert np.array_equal(whole[2:3], alone)
+    with pytest.raises(pc.CodecError):
+        pc.encode(spec, x, seed=3)  # rng=sample needs the ids
+    ef = pc.EF(spec, x.shape)
+    assert np.array_equal(ef.encode(x, seed=3, sample_ids=ids), pc.encode(spec, x, seed=3, sample_ids=ids))
+
+
 def test_out_buffers_are_used_in_place(rng):
     x = rng.standard_normal((8, 64)).astype(np.float32)
     spec = "quant:bits=4,group=row"

@@ -49,7 +49,11 @@ def test_golden_payloads(golden_dir):
         x = golden_input(golden_dir / "inputs" / f"{name}.raw", i, torch)
         if x is None:
             continue
-        again = pc.encode(i["spec"], x, seed=i["seed"])
+        ids = None
+        if "rng=sample" in i["spec"]:  # tests/common/golden_cases.hpp: sample_ids()
+            rows = i["shape"][0] if len(i["shape"]) == 2 else 1
+            ids = np.array([1000 * i["seed"] + 3 * r + 1 for r in range(rows)], dtype=np.uint64)
+        again = pc.encode(i["spec"], x, seed=i["seed"], sample_ids=ids)
         assert fnv1a(np.asarray(again).tobytes()) == want["hash"], name
         for dtype, h in zip(["float32", "float16", "bfloat16"], want["decode"]):
             if dtype == "bfloat16":

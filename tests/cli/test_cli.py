@@ -295,6 +295,18 @@ for fs in ("fp8:format=e4m3,group=32,round=stochastic", "mx:format=fp4_e2m1",
     check(rc == 0 and rc2 == 0 and open(path("f.pc"), "rb").read() == open(path("f2.pc"), "rb").read(),
           "%s: info's spec and seed re-encode the same bytes" % fs)
 
+# rng=sample: rows keyed by their sample ids; the same ids re-encode the same bytes, reversed
+# rows with reversed ids decode to the reversed rows.
+KS = "quant:bits=2,group=row,round=stochastic,rng=sample"
+ID1 = ids_file("ids1.npy", [list(range(40, 40 + SR))])
+rc, _, err = run("encode", "--spec", KS, "--seed", "3", "--ids", ID1, S1, path("k.pc"))
+info = kv(run("info", path("k.pc"))[1]) if rc == 0 else {}
+rc2, _, _ = run("encode", "--spec", info.get("spec", "?"), "--seed", "3", "--ids", ID1, S1, path("k2.pc"))
+check(rc == 0 and err == "" and rc2 == 0 and open(path("k.pc"), "rb").read() == open(path("k2.pc"), "rb").read(),
+      "encode rng=sample --ids: info's spec re-encodes the same bytes")
+rc, out, _ = run("eval", "--spec", KS, "--ids", ID1, S1)
+check(rc == 0 and "rel_l2_err" in out, "eval rng=sample --ids")
+
 # AQ-SGD: step 1 all samples unseen (sent plain fp32: exact), then one other tensor repeated
 # for the same samples: m -> a, so the error shrinks every step.
 ID4 = ids_file("ids4.npy", [list(range(100, 100 + SR))] * 4)
@@ -439,6 +451,8 @@ cases = [
     ("state: aqsgd 1-D step", ["eval", *spec, "--state", "aqsgd", "--ids", ID4, A16], "1-D"),
     ("state: --ids without aqsgd", ["eval", *spec, "--state", "ef", "--ids", ID4, S0], "--ids"),
     ("state: --ids without --state", ["eval", *spec, "--ids", ID4, S0], "--state"),
+    ("rng=sample without --ids", ["encode", "--spec", KS, S0, path("o")], "--ids"),
+    ("rng=sample: ids for two steps", ["encode", "--spec", KS, "--ids", ID4, S0, path("o")], "1xROWS"),
     ("state: bad --state-dtype", ["eval", *spec, "--state", "ef21", "--state-dtype", "f64", S0], "f64"),
     ("state: bad --warmup-steps", ["eval", *spec, "--state", "aqsgd", "--ids", ID4, "--warmup-steps", "-1", S0], "warmup"),
     ("state: no step files", ["eval", *spec, "--state", "ef"]),

@@ -1,7 +1,7 @@
 // Test bodies written once for any backend B that mirrors the host backend's calls on host
 // vectors (the gpu suite's gpu_backend copies to and from the device around each call):
-//   status B::encode(const spec&, const std::vector<uint8_t>& in, dtype, shape, uint64_t seed,
-//                    std::vector<uint8_t>& payload)
+//   status B::encode(const spec&, const std::vector<uint8_t>& in, dtype, shape, randomness (sample
+//                    ids in host memory), std::vector<uint8_t>& payload)
 //   status B::decode(const std::vector<uint8_t>& payload, size_t len, tensor_view-like
 //                    (dtype, shape), std::vector<uint8_t>& out, bool accumulate)
 // Each compares B with the host backend, the oracle: payload bytes, decoded and accumulated
@@ -21,13 +21,13 @@ namespace testb {
 
 using namespace pipecodec;
 
-inline status host_encode(const spec& s, const std::vector<uint8_t>& in, dtype t, shape shp, uint64_t seed,
+inline status host_encode(const spec& s, const std::vector<uint8_t>& in, dtype t, shape shp, randomness rnd,
                           std::vector<uint8_t>& payload) {
   payload.assign(encoded_bytes(s, shp), 0xEE);
   std::vector<uint8_t> ws(workspace_bytes(s, shp));
   size_t written = 0;
   const status st = host::encode(s, const_tensor_view{in.data(), t, shp}, payload.data(), payload.size(), ws.data(),
-                                 ws.size(), seed, &written);
+                                 ws.size(), rnd, &written);
   if (ok(st)) REQUIRE(written == payload.size());
   return st;
 }
@@ -55,11 +55,11 @@ inline std::vector<uint8_t> accumulator(dtype t, uint64_t n, uint64_t seed) {
 // into `out_types` (and accumulates into them): everything must be identical.
 template <class B>
 void check_matches_host(B& b, const spec& s, const std::vector<uint8_t>& in, dtype in_t, shape shp,
-                        uint64_t seed, std::initializer_list<dtype> out_types) {
-  const uint64_t n = shp.size();
+                        randomness rnd, std::initializer_list<dtype> out_types) {
+  const uint64_t n = shp.size(), seed = rnd.seed;
   std::vector<uint8_t> want, got;
-  REQUIRE(ok(host_encode(s, in, in_t, shp, seed, want)));
-  const status st = b.encode(s, in, in_t, shp, seed, got);
+  REQUIRE(ok(host_encode(s, in, in_t, shp, rnd, want)));
+  const status st = b.encode(s, in, in_t, shp, rnd, got);
   REQUIRE_MESSAGE(ok(st), st);
   const long diff = first_difference(want, got);
   REQUIRE_MESSAGE(diff < 0, "payload differs from host at byte " << diff << " of " << want.size());
@@ -80,10 +80,10 @@ void check_matches_host(B& b, const spec& s, const std::vector<uint8_t>& in, dty
 
 // The same on activation-like data.
 template <class B>
-void check_matches_host(B& b, const spec& s, dtype in_t, shape shp, uint64_t seed,
+void check_matches_host(B& b, const spec& s, dtype in_t, shape shp, randomness rnd,
                         std::initializer_list<dtype> out_types) {
-  const auto in = testdata::as_bytes(testdata::activations(shp.size(), seed * 7 + shp.size()), in_t);
-  check_matches_host(b, s, in, in_t, shp, seed, out_types);
+  const auto in = testdata::as_bytes(testdata::activations(shp.size(), rnd.seed * 7 + shp.size()), in_t);
+  check_matches_host(b, s, in, in_t, shp, rnd, out_types);
 }
 
 // Decoding `payload` (len bytes) must fail on B with the host's status and leave the output

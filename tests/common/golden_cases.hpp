@@ -81,6 +81,11 @@ inline const std::vector<gcase>& cases() {
       {"lowrank_r1_f16_300", "lowrank:rank=1", dtype::f16, shape(300), dk::uniform, 42},
       {"lowrank_r3_f32_extreme", "lowrank:rank=3", dtype::f32, shape(12, 25), dk::extreme, 43},
       {"lowrank_r8_f32_5x6", "lowrank:rank=8", dtype::f32, shape(5, 6), dk::activations, 44},
+      // rng=sample: stochastic rounding keyed by the rows' sample ids (sample_ids below).
+      {"q3_g64_stoch_sample_s32_f32_4x128", "quant:bits=3,group=64,round=stochastic,rng=sample", dtype::f32, shape(4, 128), dk::activations, 45},
+      {"q4_row_stoch_sample_s16_f16_5x77", "quant:bits=4,group=row,round=stochastic,rng=sample,scale_dtype=fp16", dtype::f16, shape(5, 77), dk::activations, 46},
+      {"fp8_e5m2_row_stoch_sample_f32_3x45", "fp8:format=e5m2,group=row,round=stochastic,rng=sample", dtype::f32, shape(3, 45), dk::activations, 47},
+      {"mx_fp4_e2m1_stoch_sample_bf16_3x45", "mx:format=fp4_e2m1,round=stochastic,rng=sample", dtype::bf16, shape(3, 45), dk::activations, 48},
   };
   return all;
 }
@@ -104,6 +109,20 @@ inline pipecodec::spec spec_of(const gcase& c) {
   return s;
 }
 
+// The rows' sample ids of an rng=sample case (empty for the others).
+inline std::vector<uint64_t> sample_ids(const gcase& c) {
+  if (!pipecodec::keyed_by_sample(spec_of(c))) return {};
+  std::vector<uint64_t> ids(c.shp.rows);
+  for (uint64_t r = 0; r < c.shp.rows; ++r) ids[r] = 1000 * c.seed + 3 * r + 1;
+  return ids;
+}
+
+// The encode's randomness: the case's seed, and its sample ids (which `ids` keeps alive).
+inline pipecodec::randomness randomness_of(const gcase& c, std::vector<uint64_t>& ids) {
+  ids = sample_ids(c);
+  return pipecodec::randomness(c.seed, ids.empty() ? nullptr : ids.data());
+}
+
 // Encodes the case; an empty vector on failure.
 inline std::vector<uint8_t> encode(const gcase& c) {
   const pipecodec::spec s = spec_of(c);
@@ -111,9 +130,10 @@ inline std::vector<uint8_t> encode(const gcase& c) {
   const std::vector<uint8_t> in = input_bytes(c);
   std::vector<uint8_t> ws(pipecodec::workspace_bytes(s, c.shp));
   size_t written = 0;
+  std::vector<uint64_t> ids;
   const pipecodec::status st = pipecodec::host::encode(
       s, pipecodec::const_tensor_view{in.data(), c.in, c.shp}, payload.data(), payload.size(),
-      ws.data(), ws.size(), c.seed, &written);
+      ws.data(), ws.size(), randomness_of(c, ids), &written);
   if (!pipecodec::ok(st) || payload.empty()) return {};
   payload.resize(written);
   return payload;

@@ -55,13 +55,13 @@ inline std::vector<uint8_t> workspace_for(const spec& s, shape shp) {
   return std::vector<uint8_t>(workspace_bytes(s, shp));
 }
 
-inline std::vector<uint8_t> encode(const spec& s, const void* in, dtype t, shape shp, uint64_t seed = 0) {
+inline std::vector<uint8_t> encode(const spec& s, const void* in, dtype t, shape shp, randomness rnd = {}) {
   std::vector<uint8_t> payload(encoded_bytes(s, shp));
   REQUIRE(payload.size() > 0);
   auto ws = workspace_for(s, shp);
   size_t written = 0;
   const status st = host::encode(s, const_tensor_view{in, t, shp}, payload.data(), payload.size(),
-                                 ws.data(), ws.size(), seed, &written);
+                                 ws.data(), ws.size(), rnd, &written);
   REQUIRE_MESSAGE(ok(st), st);
   REQUIRE(written == payload.size());
   return payload;

@@ -80,7 +80,7 @@ status run(launch_mode mode, cudaStream_t own, F&& f) {
 }
 }  // namespace
 
-status gpu_backend::encode(const spec& s, const std::vector<uint8_t>& x, dtype t, shape shp, uint64_t seed,
+status gpu_backend::encode(const spec& s, const std::vector<uint8_t>& x, dtype t, shape shp, randomness rnd,
                            std::vector<uint8_t>& bytes) {
   const size_t cap = encoded_bytes(s, shp), ws = workspace_bytes(s, shp);
   REQUIRE(cap > 0);
@@ -91,9 +91,14 @@ status gpu_backend::encode(const spec& s, const std::vector<uint8_t>& x, dtype t
   fill(payload.ptr, 0xEE, cap + payload_offset);  // every byte must be written by the encoder
   uint8_t* p = static_cast<uint8_t*>(payload.ptr) + payload_offset;
   void* w = static_cast<uint8_t*>(workspace.ptr) + workspace_offset;
+  if (rnd.sample_ids != nullptr) {
+    ids.reserve(8 * shp.rows + 8);
+    put(ids.ptr, rnd.sample_ids, 8 * shp.rows);
+    rnd.sample_ids = static_cast<const uint64_t*>(ids.ptr);
+  }
   size_t written = 0;
   const status st = run(mode, stream, [&](cudaStream_t str) {
-    return pipecodec::cuda::encode(s, const_tensor_view{in.ptr, t, shp}, p, cap, w, ws, seed, str, &written);
+    return pipecodec::cuda::encode(s, const_tensor_view{in.ptr, t, shp}, p, cap, w, ws, rnd, str, &written);
   });
   if (!ok(st)) return st;
   REQUIRE(written == cap);

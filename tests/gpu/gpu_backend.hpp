@@ -52,7 +52,7 @@ struct gpu_backend {
   size_t workspace_offset = 0;  // e.g. 1 to check unaligned buffers
   codec_id decode_codec{};      // decode_topk's `codec` (default: either)
   cudaStream_t stream = nullptr;
-  device_buffer in, payload, workspace, out, mask;
+  device_buffer in, payload, workspace, out, mask, ids;
   status* pinned_status = nullptr;
 
   gpu_backend();
@@ -60,7 +60,8 @@ struct gpu_backend {
   gpu_backend(const gpu_backend&) = delete;
   gpu_backend& operator=(const gpu_backend&) = delete;
 
-  status encode(const spec& s, const std::vector<uint8_t>& x, dtype t, shape shp, uint64_t seed,
+  // rng=sample: `rnd.sample_ids` (host memory, one per row) go to the device first.
+  status encode(const spec& s, const std::vector<uint8_t>& x, dtype t, shape shp, randomness rnd,
                 std::vector<uint8_t>& bytes);
   // lowrank with a warm start: `q` (cols x rank) goes to the device, is Q0 there and comes
   // back as the payload's Q.

@@ -102,6 +102,12 @@ TEST_CASE("CUDA endpoints: payloads and outputs equal the host endpoints' in bot
       "fwd=topk:ratio=0.2,scope=row+ef(scope=sample,capacity=32)",
       "fwd=lowrank:rank=3; warmup=1",  // the sender's warm Q; inference encodes cold
       "fwd=lowrank:rank=2+ef(dtype=bf16)",
+      // rng=sample: the CUDA sender hands the step's ids to the kernels from pinned memory
+      "fwd=quant:bits=3,group=row,round=stochastic,rng=sample; warmup=1",
+      "fwd=randk:k=9,scope=row,rng=sample+ef(dtype=fp16)",
+      "fwd=mx:format=fp4_e2m1,round=stochastic,rng=sample+ef21",
+      "fwd=quant:bits=2,group=32,round=stochastic,rng=sample+aqsgd(store=device,capacity=32); warmup=1",
+      "fwd=fp8:group=row,round=stochastic,rng=sample+ef(scope=sample,capacity=32)",
   };
   for (const char* text : policies) {
     CAPTURE_TEXT(text);

@@ -336,7 +336,7 @@ TEST_CASE("fp8 and mx payload fields the encoder never writes are rejected") {
     return host::decode(q.data(), q.size(), v);
   };
   CHECK(with(detail::off_params + 0, 7) == status::invalid_header);       // element format
-  CHECK(with(detail::off_params + 1, 3) == status::invalid_header);       // rounding
+  CHECK(with(detail::off_params + 1, 4) == status::invalid_header);       // rounding (3: rng=sample)
   CHECK(with(detail::off_params + 2, 1) == status::invalid_header);       // mx has no scale dtype
   CHECK(with(detail::off_params + 8, 64) == status::invalid_header);      // block length
   CHECK(with(detail::off_params + 16, 1) == status::invalid_header);      // seed without stochastic rounding

@@ -170,7 +170,7 @@ TEST_CASE("quant parameter bytes: each bad value gives its specific status") {
   auto param = [&](uint32_t i, uint8_t v) { return with(p, [&](uint8_t* b) { b[P + i] = v; }); };
   for (uint8_t v : {0, 9, 0xFF}) expect_rejected(param(0, v), shp, status::invalid_header);   // bits
   for (uint8_t v : {0, 3}) expect_rejected(param(1, v), shp, status::invalid_header);          // scale mode
-  for (uint8_t v : {0, 3}) expect_rejected(param(2, v), shp, status::invalid_header);          // rounding
+  for (uint8_t v : {0, 4}) expect_rejected(param(2, v), shp, status::invalid_header);          // rounding (3: rng=sample)
   for (uint8_t v : {0, 3, 4}) expect_rejected(param(3, v), shp, status::invalid_header);       // scale dtype (bf16 too)
   for (uint8_t v : {0, 4}) expect_rejected(param(4, v), shp, status::invalid_header);          // group kind
   for (uint32_t i : {5u, 6u}) expect_rejected(param(i, 1), shp, status::invalid_header);       // rotation alone

@@ -38,7 +38,7 @@ TEST_CASE("EF and EF21 encode: small buffers, bad workspaces and aliasing leave 
   for (size_t i = 0; i < gb; ++i) a.at(og)[i] = uint8_t(i % 7 == 0 ? 0x3F : i);  // a non-zero bf16 state
   const const_tensor_view xv{a.at(ox), dtype::f32, shp};
   const tensor_view gv{a.at(og), dtype::bf16, shp};
-  using enc_fn = status (*)(const spec&, const_tensor_view, tensor_view, void*, size_t, void*, size_t, uint64_t,
+  using enc_fn = status (*)(const spec&, const_tensor_view, tensor_view, void*, size_t, void*, size_t, randomness,
                             size_t*);
   const enc_fn fns[2] = {host::ef_encode, host::ef21_encode};
   for (enc_fn f : fns) {

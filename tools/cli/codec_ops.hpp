@@ -3,7 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstring>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "../output_limit.hpp"
@@ -24,14 +26,62 @@ inline pipecodec::spec parse_spec_option(const args& a) {
 
 inline uint64_t seed_option(const args& a) { return a.has("seed") ? parse_uint("seed", a.get("seed")) : 0; }
 
-inline std::vector<uint8_t> encode(const pipecodec::spec& s, const tensor& t, uint64_t seed) {
+// IDS.npy: '<i8', steps x rows, every step's rows matching its tensor's rows, ids >= 0.
+// Returned as uint64 (the library's id type), row-major, one row of ids per step.
+inline std::vector<uint64_t> load_ids(const std::string& path, const std::vector<tensor>& steps) {
+  const std::vector<uint8_t> file = read_file(path);
+  if (!npy::has_magic(file)) throw error("--ids '" + path + "' is not a .npy file");
+  npy::header_info h;
+  try {
+    h = npy::parse_i8(file);
+  } catch (const npy::error& e) {
+    throw error("--ids '" + path + "': " + e.what());
+  }
+  if (h.shp.ndim != 2 || h.shp.rows != steps.size())
+    throw error("--ids '" + path + "' has shape " + shape_text(h.shp) + ", need " + std::to_string(steps.size()) +
+                "xROWS (one row of ids per step)");
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].shp.rows != h.shp.cols)
+      throw error("--ids '" + path + "' has " + std::to_string(h.shp.cols) + " ids per step, step " +
+                  std::to_string(i + 1) + " has " + std::to_string(steps[i].shp.rows) + " rows");
+  std::vector<uint64_t> ids(h.shp.size());
+  if (!ids.empty()) std::memcpy(ids.data(), file.data() + h.data_offset, ids.size() * 8);
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >> 63)
+      throw error("--ids '" + path + "': id " + std::to_string(int64_t(ids[i])) + " at step " +
+                  std::to_string(i / h.shp.cols + 1) + " is negative");
+  // AQ-SGD rejects a batch holding a sample twice; say which id, not just the status.
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::unordered_set<uint64_t> seen;
+    for (size_t r = 0; r < h.shp.cols; ++r)
+      if (!seen.insert(ids[i * h.shp.cols + r]).second)
+        throw error("--ids '" + path + "': id " + std::to_string(ids[i * h.shp.cols + r]) + " appears twice in step " +
+                    std::to_string(i + 1));
+  }
+  return ids;
+}
+
+// encode/eval --ids IDS.npy ('<i8', 1 x rows) for specs with rng=sample; empty without --ids.
+inline std::vector<uint64_t> ids_option(const args& a, const pipecodec::spec& s, const tensor& t) {
+  if (!a.has("ids")) return {};
+  if (!pipecodec::keyed_by_sample(s)) throw error("option '--ids' needs a spec with rng=sample, or --state aqsgd|ef-sample");
+  return load_ids(a.get("ids"), {t});
+}
+
+inline pipecodec::randomness draws(uint64_t seed, const std::vector<uint64_t>& ids) {
+  return pipecodec::randomness(seed, ids.empty() ? nullptr : ids.data());
+}
+
+inline std::vector<uint8_t> encode(const pipecodec::spec& s, const tensor& t, pipecodec::randomness rnd) {
   const size_t cap = pipecodec::encoded_bytes(s, t.shp);
   if (cap == 0) throw error("spec " + pipecodec::to_string(s) + " cannot encode this shape");
   std::vector<uint8_t> ws(pipecodec::workspace_bytes(s, t.shp));
   std::vector<uint8_t> payload(cap);
   size_t written = 0;
   const pipecodec::status st =
-      pipecodec::host::encode(s, t.view(), payload.data(), cap, ws.data(), ws.size(), seed, &written);
+      pipecodec::host::encode(s, t.view(), payload.data(), cap, ws.data(), ws.size(), rnd, &written);
+  if (st == pipecodec::status::invalid_argument && pipecodec::keyed_by_sample(s) && rnd.sample_ids == nullptr)
+    throw error("encode failed: rng=sample needs --ids IDS.npy (one sample id per row)");
   if (!pipecodec::ok(st)) throw error(std::string("encode failed: ") + pipecodec::to_string(st));
   payload.resize(written);
   return payload;

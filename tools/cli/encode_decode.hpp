@@ -5,14 +5,15 @@
 
 namespace cli {
 
-// encode --spec SPEC [--seed N] [--dtype T --shape S] IN OUT
+// encode --spec SPEC [--seed N] [--ids IDS.npy] [--dtype T --shape S] IN OUT
 inline void run_encode(int argc, char** argv) {
-  const args a = parse_args(argc, argv, 2, {"spec", "seed", "dtype", "shape"});
+  const args a = parse_args(argc, argv, 2, {"spec", "seed", "ids", "dtype", "shape"});
   expect_positional(a, 2, "IN OUT");
   const pipecodec::spec s = parse_spec_option(a);
   const uint64_t seed = seed_option(a);
   const tensor t = load_tensor(a.positional[0], a);
-  const std::vector<uint8_t> payload = encode(s, t, seed);
+  const std::vector<uint64_t> ids = ids_option(a, s, t);
+  const std::vector<uint8_t> payload = encode(s, t, draws(seed, ids));
   write_file(a.positional[1], payload.data(), payload.size());
 }
 

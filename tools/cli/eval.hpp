@@ -10,7 +10,7 @@
 
 namespace cli {
 
-// eval --spec SPEC [--seed N] [--dtype T --shape S] IN: size and error of one round trip
+// eval --spec SPEC [--seed N] [--ids IDS.npy] [--dtype T --shape S] IN: size and error of one round trip
 // (decoded into the input's dtype) and the best-of-runs encode/decode throughput, counted
 // in input bytes per second.
 // With --state ef|ef-sample|ef21|aqsgd the stateful evaluation over several steps runs instead
@@ -19,18 +19,19 @@ inline void run_eval(int argc, char** argv) {
   const args a =
       parse_args(argc, argv, 2, {"spec", "seed", "dtype", "shape", "state", "ids", "state-dtype", "warmup-steps"});
   if (a.has("state")) return run_eval_state(a);
-  for (const char* k : {"ids", "state-dtype", "warmup-steps"})
+  for (const char* k : {"state-dtype", "warmup-steps"})
     if (a.has(k)) throw error(std::string("option '--") + k + "' needs --state");
   expect_positional(a, 1, "IN");
   const pipecodec::spec s = parse_spec_option(a);
   const uint64_t seed = seed_option(a);
   const tensor t = load_tensor(a.positional[0], a);
-  std::vector<uint8_t> payload = encode(s, t, seed);
+  const std::vector<uint64_t> ids = ids_option(a, s, t);
+  std::vector<uint8_t> payload = encode(s, t, draws(seed, ids));
   tensor out = decode_as(payload, t.shp, t.type);
   const metrics::error_stats e =
       metrics::compare(t.size(), [&](uint64_t i) { return t.at(i); }, [&](uint64_t i) { return out.at(i); });
 
-  const double enc_s = best_seconds([&] { payload = encode(s, t, seed); });
+  const double enc_s = best_seconds([&] { payload = encode(s, t, draws(seed, ids)); });
   const double dec_s = best_seconds([&] { decode_into(payload, out); });
   const double n = double(t.size()), in_bytes = double(t.bytes.size());
   std::printf("spec: %s\n", pipecodec::to_string(s).c_str());

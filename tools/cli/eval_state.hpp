@@ -6,7 +6,6 @@
 
 #include <cstring>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "../state_eval.hpp"
@@ -24,40 +23,6 @@ inline pipecodec::tools::state_scheme parse_state_option(const std::string& v) {
   throw error("option '--state': expected ef, ef-sample, ef21 or aqsgd, got '" + v + "'");
 }
 
-// IDS.npy: '<i8', steps x rows, every step's rows matching its tensor's rows, ids >= 0.
-// Returned as uint64 (the library's id type), row-major, one row of ids per step.
-inline std::vector<uint64_t> load_ids(const std::string& path, const std::vector<tensor>& steps) {
-  const std::vector<uint8_t> file = read_file(path);
-  if (!npy::has_magic(file)) throw error("--ids '" + path + "' is not a .npy file");
-  npy::header_info h;
-  try {
-    h = npy::parse_i8(file);
-  } catch (const npy::error& e) {
-    throw error("--ids '" + path + "': " + e.what());
-  }
-  if (h.shp.ndim != 2 || h.shp.rows != steps.size())
-    throw error("--ids '" + path + "' has shape " + shape_text(h.shp) + ", need " + std::to_string(steps.size()) +
-                "xROWS (one row of ids per step)");
-  for (size_t i = 0; i < steps.size(); ++i)
-    if (steps[i].shp.rows != h.shp.cols)
-      throw error("--ids '" + path + "' has " + std::to_string(h.shp.cols) + " ids per step, step " +
-                  std::to_string(i + 1) + " has " + std::to_string(steps[i].shp.rows) + " rows");
-  std::vector<uint64_t> ids(h.shp.size());
-  if (!ids.empty()) std::memcpy(ids.data(), file.data() + h.data_offset, ids.size() * 8);
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] >> 63)
-      throw error("--ids '" + path + "': id " + std::to_string(int64_t(ids[i])) + " at step " +
-                  std::to_string(i / h.shp.cols + 1) + " is negative");
-  // AQ-SGD rejects a batch holding a sample twice; say which id, not just the status.
-  for (size_t i = 0; i < steps.size(); ++i) {
-    std::unordered_set<uint64_t> seen;
-    for (size_t r = 0; r < h.shp.cols; ++r)
-      if (!seen.insert(ids[i * h.shp.cols + r]).second)
-        throw error("--ids '" + path + "': id " + std::to_string(ids[i * h.shp.cols + r]) + " appears twice in step " +
-                    std::to_string(i + 1));
-  }
-  return ids;
-}
 
 // Steps: .npy only. EF, EF21: one shape for all. AQ-SGD, per-sample EF: 2-D, rows = samples,
 // equal cols (`aqsgd` is true for both).

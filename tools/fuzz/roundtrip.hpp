@@ -6,6 +6,7 @@
 // live in roundtrip_cases.hpp, one table line per codec.
 //
 // Input layout: case | spec bytes (per case) | shape | dtype | seed (8) | data mode | data.
+// A seed with its top bit set keys stochastic rounding by sample (rng=sample) where it applies.
 #pragma once
 
 #include "roundtrip_cases.hpp"
@@ -49,6 +50,20 @@ inline int fuzz_roundtrip(const uint8_t* data, size_t size) {
   const shape shp = fuzz_shape(r);
   const dtype in_t = dtype_from(r.u8());
   const uint64_t seed = r.u64();
+  // rng=sample where the groups stay inside rows, when the seed's top bit is set (ids from the
+  // seed): every property below holds for draws keyed by sample too.
+  std::vector<uint64_t> ids;
+  if ((seed >> 63) != 0) {
+    const bool quant_rows = s.codec == codec_id::quant && s.quant.round == rounding::stochastic &&
+                            s.quant.group == group_kind::row;
+    const bool float_rows = is_float_codec(s.codec) && s.flt.round == rounding::stochastic &&
+                            (s.codec == codec_id::mx || s.flt.group == group_kind::row);
+    if (quant_rows) s.quant.rng = rng_key::sample;
+    if (float_rows) s.flt.rng = rng_key::sample;
+    if (quant_rows || float_rows)
+      for (uint64_t row = 0; row < shp.rows; ++row) ids.push_back(detail::sample_key(seed, row));
+  }
+  const randomness rnd(seed, ids.empty() ? nullptr : ids.data());
   const uint64_t n = shp.size();
   const std::vector<uint8_t> in = fuzz_input(r, in_t, n);
   const const_tensor_view view{in.data(), in_t, shp};
@@ -58,7 +73,7 @@ inline int fuzz_roundtrip(const uint8_t* data, size_t size) {
   std::vector<uint8_t> ws(workspace_bytes(s, shp));
   std::vector<uint8_t> buf(cap + 64, 0xA5);
   size_t written = 0;
-  status st = host::encode(s, view, buf.data(), cap, ws.data(), ws.size(), seed, &written);
+  status st = host::encode(s, view, buf.data(), cap, ws.data(), ws.size(), rnd, &written);
   PCFUZZ_CHECK(ok(st), "%s: encode failed: %s", c.name, to_string(st));
   PCFUZZ_CHECK(c.exact_size ? written == cap : written <= cap, "%s: wrote %zu of %zu", c.name, written, cap);
   for (size_t i = cap; i < buf.size(); ++i) PCFUZZ_CHECK(buf[i] == 0xA5, "%s: wrote past capacity", c.name);
@@ -66,12 +81,12 @@ inline int fuzz_roundtrip(const uint8_t* data, size_t size) {
 
   std::vector<uint8_t> again(cap, 0);
   size_t written2 = 0;
-  st = host::encode(s, view, again.data(), cap, ws.data(), ws.size(), seed, &written2);
+  st = host::encode(s, view, again.data(), cap, ws.data(), ws.size(), rnd, &written2);
   again.resize(written2);
   PCFUZZ_CHECK(ok(st) && again == payload, "%s: encode is not deterministic", c.name);
   if (c.exact_size) {
     std::vector<uint8_t> small(cap - 1, 0x5A), small0 = small;
-    st = host::encode(s, view, small.data(), small.size(), ws.data(), ws.size(), seed, nullptr);
+    st = host::encode(s, view, small.data(), small.size(), ws.data(), ws.size(), rnd, nullptr);
     PCFUZZ_CHECK(st == status::buffer_too_small && small == small0, "%s: short buffer gave %s", c.name, to_string(st));
   }
 

@@ -80,7 +80,7 @@ PIPECODEC_HD void write_float_params(uint8_t* p, codec_id c, const float_params&
                                      uint64_t seed) {
   for (uint32_t i = 0; i < header_param_bytes; ++i) p[i] = 0;
   p[0] = uint8_t(f.format);
-  p[1] = uint8_t(f.round);
+  p[1] = rounding_byte(f.round, f.rng);
   if (c == codec_id::fp8) {
     p[2] = uint8_t(f.scale_dtype);
     p[3] = uint8_t(f.group);
@@ -96,7 +96,7 @@ PIPECODEC_HD status read_float_params(const uint8_t* p, codec_id c, const shape&
     if (p[i] != 0) return status::invalid_header;
   f = float_params{};
   f.format = elem_format(p[0]);
-  f.round = rounding(p[1]);
+  read_rounding_byte(p[1], f.round, f.rng);
   const uint64_t group_len = get_u64(p + 8);
   if (c == codec_id::mx) {
     if (p[2] != 0 || p[3] != 0) return status::invalid_header;

@@ -128,4 +128,15 @@ PIPECODEC_HD status read_header(const uint8_t* p, uint64_t len, header& h) {
   return status::success;
 }
 
+namespace detail {
+// The rounding byte of quant, fp8 and mx parameters: 1 nearest, 2 stochastic keyed by flat
+// position, 3 stochastic keyed by sample id (rng=sample).
+PIPECODEC_HD uint8_t rounding_byte(rounding r, rng_key k) { return k == rng_key::sample ? 3 : uint8_t(r); }
+
+PIPECODEC_HD void read_rounding_byte(uint8_t b, rounding& r, rng_key& k) {
+  k = b == 3 ? rng_key::sample : rng_key::position;
+  r = b == 3 ? rounding::stochastic : rounding(b);
+}
+}  // namespace detail
+
 }  // namespace pipecodec

@@ -1,5 +1,5 @@
 // The 24 codec-parameter bytes of a quantization header, and its full validation.
-//   0 bits | 1 scale mode | 2 rounding | 3 scale dtype | 4 group kind
+//   0 bits | 1 scale mode | 2 rounding (format.hpp: 3 = stochastic, rng=sample) | 3 scale dtype | 4 group kind
 //   5 rotation (0 none, 1 hadamard) | 6 log2 of the rotation block (0 without)
 //   7 outliers per group (0..16, core/outliers.hpp)
 //   8..15 effective group length (u64) | 16..23 seed of stochastic rounding and rotation signs (u64)
@@ -19,7 +19,7 @@ PIPECODEC_HD void write_quant_params(uint8_t* p, const quant_params& q, uint64_t
   const bool seeded = q.round == rounding::stochastic || q.rotate != rotation::none;
   p[0] = q.bits;
   p[1] = uint8_t(q.scale);
-  p[2] = uint8_t(q.round);
+  p[2] = rounding_byte(q.round, q.rng);
   p[3] = uint8_t(q.scale_dtype);
   p[4] = uint8_t(q.group);
   p[5] = uint8_t(q.rotate);
@@ -34,7 +34,7 @@ PIPECODEC_HD void write_quant_params(uint8_t* p, const quant_params& q, uint64_t
 PIPECODEC_HD status read_quant_params(const uint8_t* p, const shape& s, quant_params& q) {
   q.bits = p[0];
   q.scale = scale_mode(p[1]);
-  q.round = rounding(p[2]);
+  read_rounding_byte(p[2], q.round, q.rng);
   q.scale_dtype = dtype(p[3]);
   q.group = group_kind(p[4]);
   q.rotate = rotation(p[5]);

@@ -15,6 +15,7 @@ namespace pipecodec::detail {
 
 struct quant_layout {
   uint64_t n = 0;                 // elements
+  uint64_t cols = 0;              // elements per row (rng=sample draws by row and column)
   uint64_t group_len = 0;         // elements per group (the last may be shorter)
   uint64_t groups = 0;
   uint64_t chunks_per_group = 0;  // chunks of a full group
@@ -62,6 +63,7 @@ PIPECODEC_HD bool make_quant_layout(const quant_params& q, const shape& s, quant
   if (!valid_quant_params(q) || !s.count(n) || n > max_elements) return false;
   L = quant_layout{};
   L.n = n;
+  L.cols = s.cols;
   L.bits = q.bits;
   L.scale_bytes = q.scale_dtype == dtype::f32 ? 4u : 2u;
   L.has_offset = q.scale == scale_mode::minmax;

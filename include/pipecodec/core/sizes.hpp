@@ -26,7 +26,8 @@ inline size_t encoded_bytes(const spec& s, const shape& shp) {
     case codec_id::randk: {
       detail::topk_desc d;
       detail::topk_layout L;
-      return ok(detail::resolve_topk(s, shp, 0, d)) && detail::make_topk_layout(d, shp, L) ? size_t(L.total) : 0;
+      if (!ok(detail::resolve_topk(s, shp, 0, d)) || !detail::make_topk_layout(d, shp, L)) return 0;
+      return size_t(L.total + (d.sample_keyed ? detail::align16(8 * shp.rows) : 0));  // + the sample ids
     }
     case codec_id::fp8:
     case codec_id::mx: {

@@ -26,6 +26,19 @@ enum class scale_mode : uint8_t { minmax = 1, absmax = 2 };
 enum class rounding : uint8_t { nearest = 1, stochastic = 2 };
 enum class group_kind : uint8_t { elements = 1, row = 2, tensor = 3 };
 enum class rotation : uint8_t { none = 0, hadamard = 1 };
+// What a random draw is keyed by: the element's flat position in the tensor, or (spec text
+// `rng=sample`) the row's sample id and the element's column, so a sample's bits do not
+// depend on where it sits in the batch (recompute and re-batching give the same bits).
+enum class rng_key : uint8_t { position = 0, sample = 1 };
+
+// The randomness of one encode call: the seed and, for specs with rng=sample, one sample id
+// per row (host memory for the host backend, device memory for the CUDA backend). Built
+// implicitly from a seed, so calls without sample ids pass the seed alone.
+struct randomness {
+  uint64_t seed = 0;
+  const uint64_t* sample_ids = nullptr;
+  PIPECODEC_HD randomness(uint64_t s = 0, const uint64_t* ids = nullptr) : seed(s), sample_ids(ids) {}
+};
 
 struct quant_params {
   uint8_t bits = 8;                        // 1..8
@@ -37,6 +50,7 @@ struct quant_params {
   rotation rotate = rotation::none;        // hadamard: rotate blocks of each row first (core/hadamard.hpp)
   uint8_t rotate_log2 = 0;                 // hadamard: log2 of the block, 5..12; none: 0
   uint8_t outliers = 0;                    // largest-magnitude values per group sent exactly, 0..16
+  rng_key rng = rng_key::position;         // sample: stochastic rounding keyed by sample id
 };
 
 // Outliers per group at most; with rotation none (core/outliers.hpp says why).
@@ -56,6 +70,7 @@ struct topk_params {
   bool shared_mask = false;       // values only; positions from a paired payload
   bool unbiased = false;          // randk: scale kept values by n/k
   uint64_t seed = 0;              // randk: positions derive from this seed
+  rng_key rng = rng_key::position;  // randk, scope=row: positions keyed by the row's sample id
 };
 
 struct plain_params {
@@ -74,6 +89,7 @@ struct float_params {
   uint32_t group_size = 128;                // fp8, group_kind::elements: a multiple of 32, >= 32
   dtype scale_dtype = dtype::f32;           // fp8 only: f32 or f16
   rounding round = rounding::nearest;
+  rng_key rng = rng_key::position;          // sample: stochastic rounding keyed by sample id
 };
 
 // lowrank: a rows x cols tensor (1-D: one row) sent as factors P (rows x rank) and Q
@@ -99,6 +115,22 @@ struct spec {
   lowrank_params lowrank{};
 };
 
+// Draws keyed by sample id (rng=sample): the encode needs one id per row.
+PIPECODEC_HD constexpr bool keyed_by_sample(const spec& s) {
+  switch (s.codec) {
+    case codec_id::quant: return s.quant.rng == rng_key::sample;
+    case codec_id::fp8:
+    case codec_id::mx: return s.flt.rng == rng_key::sample;
+    case codec_id::randk: return s.topk.rng == rng_key::sample;
+    default: return false;
+  }
+}
+
+// RandK whose positions are keyed by sample id (its payload carries the ids).
+PIPECODEC_HD constexpr bool keyed_randk(const spec& s) {
+  return s.codec == codec_id::randk && s.topk.rng == rng_key::sample;
+}
+
 // Groups and scales as quant and fp8 share them: a known kind, fixed sizes a multiple of 32,
 // scales stored as f32 or f16.
 PIPECODEC_HD constexpr bool valid_grouping(group_kind g, uint32_t size, dtype scale_dtype) {
@@ -109,6 +141,12 @@ PIPECODEC_HD constexpr bool valid_grouping(group_kind g, uint32_t size, dtype sc
 
 PIPECODEC_HD constexpr bool valid_rounding(rounding r) { return r == rounding::nearest || r == rounding::stochastic; }
 
+// rng=sample keys stochastic rounding, within groups that stay inside a row (a scale of the
+// whole tensor mixes the samples' bits anyway).
+PIPECODEC_HD constexpr bool valid_rounding_key(rounding r, rng_key k, group_kind g) {
+  return k == rng_key::position || (k == rng_key::sample && r == rounding::stochastic && g != group_kind::tensor);
+}
+
 PIPECODEC_HD constexpr bool valid_rotation(rotation r, uint8_t log2) {
   if (r == rotation::none) return log2 == 0;
   return r == rotation::hadamard && log2 >= 5 && log2 <= 12;
@@ -118,11 +156,13 @@ PIPECODEC_HD constexpr bool valid_quant_params(const quant_params& q) {
   if (q.bits < 1 || q.bits > 8 || !valid_rotation(q.rotate, q.rotate_log2)) return false;
   if (q.outliers > max_outliers || (q.outliers != 0 && q.rotate != rotation::none)) return false;
   if (q.scale != scale_mode::minmax && q.scale != scale_mode::absmax) return false;
-  return valid_rounding(q.round) && valid_grouping(q.group, q.group_size, q.scale_dtype);
+  return valid_rounding(q.round) && valid_rounding_key(q.round, q.rng, q.group) &&
+         valid_grouping(q.group, q.group_size, q.scale_dtype);
 }
 
 PIPECODEC_HD constexpr bool valid_float_params(codec_id c, const float_params& f) {
-  if (!valid_rounding(f.round)) return false;
+  if (!valid_rounding(f.round) || !valid_rounding_key(f.round, f.rng, c == codec_id::mx ? group_kind::row : f.group))
+    return false;
   if (c == codec_id::mx) return uint8_t(f.format) >= 1 && uint8_t(f.format) <= 6;
   if (c != codec_id::fp8 || (f.format != elem_format::e4m3 && f.format != elem_format::e5m2)) return false;
   return valid_grouping(f.group, f.group_size, f.scale_dtype);

@@ -10,15 +10,22 @@
 #pragma once
 
 #include "quant_format.hpp"
+#include "topk_key.hpp"
 #include "topk_layout.hpp"
 
 namespace pipecodec::detail {
 
-constexpr uint8_t topk_mode_shared = 1, topk_mode_unbiased = 2;
+constexpr uint8_t topk_mode_shared = 1, topk_mode_unbiased = 2, topk_mode_sample = 4;
 constexpr uint32_t vquant_max_group_size = 32u * ((1u << 20) - 1u);
 
 PIPECODEC_HD bool uses_seed(const topk_desc& d) {
   return d.codec == codec_id::randk || (d.values == value_kind::quant && d.vquant.round == rounding::stochastic);
+}
+
+// The RandK draws of unit u (of m elements): `ids` is the payload's sample-id section, read
+// only for rng=sample payloads (which always carry one).
+PIPECODEC_HD draw randk_draw(const topk_desc& d, const uint8_t* ids, uint64_t u, uint64_t m) {
+  return randk_unit_draw(d.seed, d.sample_keyed, d.sample_keyed ? sample_id(ids, u) : 0, u, m);
 }
 
 // Resolves a topk/randk spec against a shape. `seed` is the encode call's seed; the header
@@ -32,11 +39,18 @@ PIPECODEC_HD status resolve_topk(const spec& s, const shape& shp, uint64_t seed,
   d.values = t.values;
   d.shared_mask = s.codec == codec_id::topk && t.shared_mask;
   d.unbiased = s.codec == codec_id::randk && t.unbiased;
+  d.sample_keyed = t.rng == rng_key::sample;
   if (t.scope != topk_scope::tensor && t.scope != topk_scope::row) return status::invalid_spec;
+  // Only RandK's positions within a row, with values that stay in their row, can be drawn
+  // per sample (rng=sample).
+  if (t.rng != rng_key::position && (t.rng != rng_key::sample || s.codec != codec_id::randk ||
+                                     t.scope != topk_scope::row || t.values == value_kind::quant))
+    return status::invalid_spec;
   if (uint8_t(t.values) < 1 || uint8_t(t.values) > 4) return status::invalid_spec;
   if (t.values == value_kind::quant) {
     // Kept values are scattered, not rows (no blocks to rotate), and the largest already.
-    if (!valid_quant_params(t.vquant) || t.vquant.rotate != rotation::none || t.vquant.outliers != 0)
+    if (!valid_quant_params(t.vquant) || t.vquant.rotate != rotation::none || t.vquant.outliers != 0 ||
+        t.vquant.rng != rng_key::position)
       return status::invalid_spec;
     if (t.vquant.group == group_kind::elements && t.vquant.group_size > vquant_max_group_size)
       return status::invalid_spec;
@@ -71,7 +85,8 @@ PIPECODEC_HD void write_topk_params(uint8_t* p, const topk_desc& d) {
   p[0] = uint8_t(d.scope);
   p[1] = uint8_t(d.index);
   p[2] = uint8_t(d.values);
-  p[3] = uint8_t((d.shared_mask ? topk_mode_shared : 0) | (d.unbiased ? topk_mode_unbiased : 0));
+  p[3] = uint8_t((d.shared_mask ? topk_mode_shared : 0) | (d.unbiased ? topk_mode_unbiased : 0) |
+                 (d.sample_keyed ? topk_mode_sample : 0));
   put_u32(p + 4, vquant_word(d));
   put_u64(p + 8, d.k);
   put_u64(p + 16, d.seed);
@@ -87,10 +102,12 @@ PIPECODEC_HD status read_topk_params(const uint8_t* p, codec_id codec, topk_desc
   if (p[1] > 3 || p[2] < 1 || p[2] > 4) return status::invalid_header;
   d.index = index_layout(p[1]);
   d.values = value_kind(p[2]);
-  if ((p[3] & ~(topk_mode_shared | topk_mode_unbiased)) != 0) return status::invalid_header;
+  if ((p[3] & ~(topk_mode_shared | topk_mode_unbiased | topk_mode_sample)) != 0) return status::invalid_header;
   d.shared_mask = (p[3] & topk_mode_shared) != 0;
   d.unbiased = (p[3] & topk_mode_unbiased) != 0;
-  if (codec == codec_id::randk ? d.shared_mask : d.unbiased) return status::invalid_header;
+  d.sample_keyed = (p[3] & topk_mode_sample) != 0;
+  if (codec == codec_id::randk ? d.shared_mask : d.unbiased || d.sample_keyed) return status::invalid_header;
+  if (d.sample_keyed && (d.scope != topk_scope::row || d.values == value_kind::quant)) return status::invalid_header;
   const uint32_t w = get_u32(p + 4);
   if (d.values == value_kind::quant) {
     quant_params& q = d.vquant;
@@ -131,6 +148,7 @@ PIPECODEC_HD status parse_topk_payload(const void* payload, uint64_t len, topk_p
   st = read_topk_params(out.hdr.params, out.hdr.codec, out.desc);
   if (!ok(st)) return st;
   if (!make_topk_layout(out.desc, out.hdr.shp, out.layout)) return status::invalid_header;
+  if (out.desc.sample_keyed && (out.hdr.flags & flag_sample_ids) == 0) return status::invalid_header;
   if (out.hdr.total_bytes != out.layout.total + ids_section_bytes(out.hdr)) return status::size_mismatch;
   out.bytes = p;
   return status::success;

@@ -4,12 +4,13 @@
 //          unsigned integer). Every NaN maps to 0x7F800001, one above +Inf: NaNs rank
 //          above every number, and equal to each other (the lower index wins).
 //   RandK: the complement of a Philox word for the element's flat index, so the k
-//          smallest hash words win; positions depend only on (seed, flat index).
+//          smallest hash words win; positions depend only on (seed, flat index), or with
+//          rng=sample on (seed, the row's sample id, column).
 // Keys are split into radix digits of 11, 11 and 10 bits, most significant first.
 #pragma once
 
 #include "dtype.hpp"
-#include "philox.hpp"
+#include "draw.hpp"
 
 namespace pipecodec::detail {
 
@@ -29,10 +30,15 @@ PIPECODEC_HD uint32_t magnitude_key(float x) {
 
 PIPECODEC_HD uint32_t randk_key_from_word(uint32_t w) { return ~w; }
 
-// RandK key of flat element e (words of one Philox block cover 4 consecutive elements).
-PIPECODEC_HD uint32_t randk_key(uint64_t seed, uint64_t e) {
-  return randk_key_from_word(random_block(seed, stream_randk, e >> 2).v[e & 3u]);
+// The draws of RandK unit u (a row, or the whole tensor) of unit_len elements: by flat index
+// under the seed, or (rng=sample, rows only) by column under the row's sample key.
+PIPECODEC_HD draw randk_unit_draw(uint64_t seed, bool sample_keyed, uint64_t sample_id, uint64_t u, uint64_t unit_len) {
+  if (sample_keyed) return draw{sample_key(seed, sample_id), stream_randk_sample, 0};
+  return draw{seed, stream_randk, u * unit_len};
 }
+
+// RandK key of element i of a unit (words of one Philox block cover 4 consecutive elements).
+PIPECODEC_HD uint32_t randk_key(const draw& d, uint64_t i) { return randk_key_from_word(draw_word(d, i)); }
 
 // The selection result for one unit (row or tensor): keep every element whose masked key
 // is above `prefix`, and the first `take_equal` (by index) whose masked key equals it.

@@ -35,6 +35,8 @@ struct topk_desc {
   quant_params vquant{};   // when values == quant
   bool shared_mask = false;  // topk values only; positions come from a paired payload
   bool unbiased = false;     // randk: kept values scaled by unit_len / k
+  bool sample_keyed = false; // randk, row scope: row r's positions drawn under sample_key(seed, id r);
+                             // the payload carries the ids (core/sample_ids.hpp)
   uint64_t k = 0;            // per unit
   uint64_t seed = 0;         // randk positions and stochastic rounding of quantized values
 };

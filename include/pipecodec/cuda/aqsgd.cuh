@@ -193,7 +193,9 @@ inline status aqsgd_encode(const host::aqsgd_config& c, aqsgd_device_store& s, c
   if (wr > 0) {  // warm rows: m = T(D(W(a)))
     const shape ws(wr, c.cols);
     st = for_each(wr * c.cols, materialize<batch_source>{{a, pw}, w.f32}, stream);
-    if (ok(st)) st = encode_f32(c.warmup, w.f32, ws, warm, f.warm_bytes, w.ws[0], w.ws_bytes[0], seed, stream, &len);
+    if (ok(st))
+      st = encode_f32(c.warmup, w.f32, ws, warm, f.warm_bytes, w.ws[0], w.ws_bytes[0], randomness(seed, dpids), stream,
+                      &len);
     if (ok(st) && len + align16(8 * wr) != f.warm_bytes) st = status::not_supported;  // variable-size codec
     if (ok(st)) st = append_ids(warm, f.warm_bytes, dpids, stream);
     if (ok(st)) st = decode_codec<false>(c.warmup.codec, warm, f.warm_bytes, tensor_view{w.f32, dtype::f32, ws},
@@ -208,11 +210,13 @@ inline status aqsgd_encode(const host::aqsgd_config& c, aqsgd_device_store& s, c
     quant_plan P;
     st = plan_quant(c.codec.quant, ds, batch.data, delta, f.delta_bytes, w.ws[1], w.ws_bytes[1], P);
     if (ok(st)) st = launch_quant(delta_source{a, mt, pd}, row_accumulate_sink{mt, pd}, c.codec.quant, P,
-                                  dtype::f32, ds, delta, w.ws[1], seed, stream);
+                                  dtype::f32, ds, delta, w.ws[1], randomness(seed, dpids + wr), stream);
     len = size_t(P.L.total);
   } else if (ok(st) && dr > 0) {
     st = for_each(dr * c.cols, materialize<delta_source>{{a, mt, pd}, fd}, stream);
-    if (ok(st)) st = encode_f32(c.codec, fd, ds, delta, f.delta_bytes, w.ws[1], w.ws_bytes[1], seed, stream, &len);
+    if (ok(st))
+      st = encode_f32(c.codec, fd, ds, delta, f.delta_bytes, w.ws[1], w.ws_bytes[1], randomness(seed, dpids + wr), stream,
+                      &len);
   }
   if (ok(st) && dr > 0 && len + align16(8 * dr) != f.delta_bytes) st = status::not_supported;
   if (ok(st) && dr > 0) st = append_ids(delta, f.delta_bytes, dpids + wr, stream);

@@ -25,25 +25,26 @@ namespace pipecodec::cuda {
 
 // Encodes the device tensor `in` with spec `s` into the device buffer `payload`
 // (capacity >= encoded_bytes(s, in.shp)); `written` (host memory) receives the payload size,
-// known on the host before the kernels run. Byte-identical to host::encode.
+// known on the host before the kernels run. Byte-identical to host::encode. Specs with
+// rng=sample need `rnd.sample_ids` in device memory (one per row).
 inline status encode(const spec& s, const_tensor_view in, void* payload, size_t capacity, void* workspace,
-                     size_t workspace_size, uint64_t seed, cudaStream_t stream, size_t* written = nullptr) {
+                     size_t workspace_size, randomness rnd, cudaStream_t stream, size_t* written = nullptr) {
   switch (s.codec) {
     case codec_id::quant:
-      return detail::encode_quant(s.quant, in, payload, capacity, workspace, workspace_size, seed, stream,
+      return detail::encode_quant(s.quant, in, payload, capacity, workspace, workspace_size, rnd, stream,
                                   written);
     case codec_id::plain:
       return detail::encode_plain(s.plain, in, payload, capacity, workspace, workspace_size, stream, written);
     case codec_id::topk:
     case codec_id::randk:
-      return detail::encode_topk(s, in, payload, capacity, workspace, workspace_size, seed, stream, written);
+      return detail::encode_topk(s, in, payload, capacity, workspace, workspace_size, rnd, stream, written);
     case codec_id::fp8:
     case codec_id::mx:
-      return detail::encode_float(s.codec, s.flt, in, payload, capacity, workspace, workspace_size, seed, stream,
+      return detail::encode_float(s.codec, s.flt, in, payload, capacity, workspace, workspace_size, rnd, stream,
                                   written);
     case codec_id::lowrank:
-      return detail::encode_lowrank(s.lowrank, in, nullptr, payload, capacity, workspace, workspace_size, seed, stream,
-                                    written);
+      return detail::encode_lowrank(s.lowrank, in, nullptr, payload, capacity, workspace, workspace_size, rnd.seed,
+                                    stream, written);
     default: return status::not_supported;
   }
 }

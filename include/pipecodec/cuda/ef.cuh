@@ -43,21 +43,22 @@ inline status check_state_step(const spec& s, const_tensor_view x, tensor_view s
 // fused for quantization, otherwise materialize -> encode -> decode -> apply.
 template <bool AccumulateDecode, class Src, class Sink>
 inline status state_encode(const spec& s, const_tensor_view x, Src src, Sink sink, tensor_view acc, void* payload,
-                           size_t capacity, const state_ws& ws, uint64_t seed, cudaStream_t stream,
+                           size_t capacity, const state_ws& ws, const randomness& rnd, cudaStream_t stream,
                            size_t* written, tensor_view lowrank_q = {}) {
   const shape shp = x.shp;
   const uint64_t n = shp.size();
   if (s.codec == codec_id::quant) {
     quant_plan P;
     status st = plan_quant(s.quant, shp, x.data, payload, capacity, ws.codec, ws.codec_bytes, P);
-    if (ok(st)) st = launch_quant(src, sink, s.quant, P, dtype::f32, shp, payload, ws.codec, seed, stream);
+    if (ok(st)) st = check_sample_keyed(s.quant.rng, rnd, shp, P.L.group_len);
+    if (ok(st)) st = launch_quant(src, sink, s.quant, P, dtype::f32, shp, payload, ws.codec, rnd, stream);
     if (ok(st) && written) *written = size_t(P.L.total);
     return st;
   }
   status st = for_each(n, materialize<Src>{src, ws.f32}, stream);
   size_t len = 0;
   if (ok(st))
-    st = encode_f32(s, ws.f32, shp, payload, capacity, ws.codec, ws.codec_bytes, seed, stream, &len, lowrank_q);
+    st = encode_f32(s, ws.f32, shp, payload, capacity, ws.codec, ws.codec_bytes, rnd, stream, &len, lowrank_q);
   if (!ok(st)) return st;
   if constexpr (AccumulateDecode) {
     // The state itself is the decoder's output: state += D(payload).
@@ -80,7 +81,7 @@ inline status state_encode(const spec& s, const_tensor_view x, Src src, Sink sin
 // lowrank_state_shape, zero at the start) is the warm-start Q, as host::ef_encode takes it.
 // The payload describes an fp32 tensor of x's shape.
 inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual, tensor_view lowrank_q, void* payload,
-                        size_t capacity, void* workspace, size_t workspace_size, uint64_t seed, cudaStream_t stream,
+                        size_t capacity, void* workspace, size_t workspace_size, randomness rnd, cudaStream_t stream,
                         size_t* written = nullptr) {
   using namespace detail;
   state_ws ws;
@@ -88,13 +89,13 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
   if (!ok(st)) return st;
   const dyn_tensor e = dyn(residual.data, residual.type);
   return state_encode<false>(s, x, sum_source{dyn(x.data, x.type), e}, residual_sink{e}, residual, payload, capacity,
-                             ws, seed, stream, written, lowrank_q);
+                             ws, rnd, stream, written, lowrank_q);
 }
 
 inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual, void* payload, size_t capacity,
-                        void* workspace, size_t workspace_size, uint64_t seed, cudaStream_t stream,
+                        void* workspace, size_t workspace_size, randomness rnd, cudaStream_t stream,
                         size_t* written = nullptr) {
-  return ef_encode(s, x, residual, tensor_view{}, payload, capacity, workspace, workspace_size, seed, stream, written);
+  return ef_encode(s, x, residual, tensor_view{}, payload, capacity, workspace, workspace_size, rnd, stream, written);
 }
 
 }  // namespace pipecodec::cuda

@@ -17,7 +17,7 @@ inline size_t ef21_workspace_bytes(const spec& s, const shape& shp) { return ef_
 
 // Sender step; g (device, x's shape, any dtype) starts at zero.
 inline status ef21_encode(const spec& s, const_tensor_view x, tensor_view g, void* payload, size_t capacity,
-                          void* workspace, size_t workspace_size, uint64_t seed, cudaStream_t stream,
+                          void* workspace, size_t workspace_size, randomness rnd, cudaStream_t stream,
                           size_t* written = nullptr) {
   using namespace detail;
   state_ws ws;
@@ -25,7 +25,7 @@ inline status ef21_encode(const spec& s, const_tensor_view x, tensor_view g, voi
   if (!ok(st)) return st;
   const dyn_tensor gt = dyn(g.data, g.type);
   return state_encode<true>(s, x, diff_source{dyn(x.data, x.type), gt}, accumulate_sink{gt}, g, payload, capacity,
-                            ws, seed, stream, written);
+                            ws, rnd, stream, written);
 }
 
 // Receiver step for a payload of codec `expected`. If `out` has data it receives g converted

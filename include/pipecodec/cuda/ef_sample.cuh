@@ -104,7 +104,8 @@ inline status ef_sample_encode(const host::aqsgd_config& c, aqsgd_device_store& 
   const sample_rows sr{c.cols, dslot, pl.known, s.pinned()};
   const dyn_tensor et = dyn(e, c.state_type);
   st = state_encode<false>(c.codec, batch, sample_sum_source{dyn(batch.data, batch.type), et, sr},
-                           sample_residual_sink{et, sr}, tensor_view{}, payload, capacity, ws, seed, stream, written);
+                           sample_residual_sink{et, sr}, tensor_view{}, payload, capacity, ws,
+                           randomness(seed, reinterpret_cast<const uint64_t*>(base + L.batch_ids)), stream, written);
   if (ok(st) && s.pinned())
     st = scatter_rows_back(c.state_type, s.staging.data, s.rows.data, dslot, rows, c.cols, stream, {});
   if (ok(st)) st = commit_plan(s.table, pl);

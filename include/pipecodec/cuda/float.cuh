@@ -9,7 +9,7 @@
 namespace pipecodec::cuda::detail {
 
 inline status encode_float(codec_id c, const float_params& f, const_tensor_view in, void* payload, size_t capacity,
-                           void* workspace, size_t workspace_size, uint64_t seed, cudaStream_t stream,
+                           void* workspace, size_t workspace_size, const randomness& rnd, cudaStream_t stream,
                            size_t* written) {
   if (!valid_float_params(c, f)) return status::invalid_spec;
   float_layout L;
@@ -21,6 +21,8 @@ inline status encode_float(codec_id c, const float_params& f, const_tensor_view 
   if (workspace == nullptr) return status::invalid_argument;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
   if (host::detail::overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
+  if (const status st = check_sample_keyed(f.rng, rnd, in.shp, c == codec_id::mx ? in.shp.cols : L.group_len); !ok(st))
+    return st;
   uint32_t cap = 0;
   if (const status st = grid_cap(cap); !ok(st)) return st;
   header h;
@@ -28,7 +30,7 @@ inline status encode_float(codec_id c, const float_params& f, const_tensor_view 
   h.type = in.type;
   h.shp = in.shp;
   h.total_bytes = L.total;
-  write_float_params(h.params, c, f, L.group_len, seed);
+  write_float_params(h.params, c, f, L.group_len, rnd.seed);
   uint8_t* ws = align_workspace(workspace);
   uint32_t* amax = reinterpret_cast<uint32_t*>(ws + W.amax_offset);
   float_scale* scales = reinterpret_cast<float_scale*>(ws + W.scales_offset);
@@ -41,7 +43,7 @@ inline status encode_float(codec_id c, const float_params& f, const_tensor_view 
     launch<float_scales_kernel<block_threads>>(grid_for(L.groups, block_threads, cap), block_threads, 0, stream, c, f,
                                                L, h, amax, scales, p);
     launch<float_encode_kernel<T>>(grid_for(L.units, block_threads, cap), block_threads, 0, stream, in.data, c, f, L,
-                                   seed, scales, p);
+                                   rnd, in.shp.cols, scales, p);
     return last_launch_status();
   });
   if (ok(st) && written) *written = size_t(L.total);

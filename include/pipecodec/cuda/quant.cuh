@@ -26,11 +26,11 @@ namespace detail {
 
 template <uint32_t B, rounding R, class Src, class Sink>
 inline void launch_quant_encode(Src src, Sink sink, const quant_params& q, const quant_layout& L,
-                                const quant_workspace& W, const header& h, uint64_t seed, uint8_t* p,
+                                const quant_workspace& W, const header& h, const randomness& rnd, uint8_t* p,
                                 uint8_t* ws, uint32_t cap, cudaStream_t stream, bool with_header = true) {
   if (!W.tiled) {
     const uint32_t grid = grid_for(ceil_div(L.groups, quant_batch_groups), block_warps, cap);
-    launch<quant_encode_resident_kernel<B, R, Src, Sink>>(grid, block_threads, 0, stream, src, sink, q, L, h, seed, p,
+    launch<quant_encode_resident_kernel<B, R, Src, Sink>>(grid, block_threads, 0, stream, src, sink, q, L, h, rnd, p,
                                                          with_header);
     return;
   }
@@ -42,7 +42,7 @@ inline void launch_quant_encode(Src src, Sink sink, const quant_params& q, const
     launch<quant_tile_stats_kernel<Src>>(tile_grid, block_threads, 0, stream, src, L, W, h, p, ws, with_header);
     launch<quant_finalize_kernel<block_threads>>(grid_for(L.groups, 1, cap), block_threads, 0, stream, q, L, W, p, ws);
   }
-  launch<quant_tile_encode_kernel<B, R, Src, Sink>>(tile_grid, block_threads, 0, stream, src, sink, q, L, W, seed, p,
+  launch<quant_tile_encode_kernel<B, R, Src, Sink>>(tile_grid, block_threads, 0, stream, src, sink, q, L, W, rnd, p,
                                                      ws);
 }
 
@@ -70,7 +70,9 @@ inline status plan_quant(const quant_params& q, const shape& shp, const void* in
 // `type`, passing each decoded value to `sink`: the single bits x rounding dispatch.
 template <class Src, class Sink>
 inline status launch_quant(Src src, Sink sink, const quant_params& q, const quant_plan& P, dtype type,
-                           const shape& shp, void* payload, void* workspace, uint64_t seed, cudaStream_t stream) {
+                           const shape& shp, void* payload, void* workspace, const randomness& rnd,
+                           cudaStream_t stream) {
+  const uint64_t seed = rnd.seed;
   const header h = quant_header(q, const_tensor_view(nullptr, type, shp), P.L, seed);
   uint8_t* p = static_cast<uint8_t*>(payload);
   uint8_t* ws = align_workspace(workspace);
@@ -78,9 +80,9 @@ inline status launch_quant(Src src, Sink sink, const quant_params& q, const quan
     constexpr uint32_t B = decltype(bc)::value;
     const auto encode = [&](auto from, auto to) {
       if (q.round == rounding::nearest)
-        launch_quant_encode<B, rounding::nearest>(from, to, q, P.L, P.W, h, seed, p, ws, P.cap, stream);
+        launch_quant_encode<B, rounding::nearest>(from, to, q, P.L, P.W, h, rnd, p, ws, P.cap, stream);
       else
-        launch_quant_encode<B, rounding::stochastic>(from, to, q, P.L, P.W, h, seed, p, ws, P.cap, stream);
+        launch_quant_encode<B, rounding::stochastic>(from, to, q, P.L, P.W, h, rnd, p, ws, P.cap, stream);
     };
     // Stateful schemes (a sink) after a rotated or outlier-keeping encode: the decoded
     // values, rotated back or with the outliers in place, go to the sink in a pass of its own.
@@ -118,16 +120,17 @@ inline status launch_quant(Src src, Sink sink, const quant_params& q, const quan
 
 // Checks mirror host::detail::encode_quant, then the CUDA-only ones (workspace, alignment).
 inline status encode_quant(const quant_params& q, const_tensor_view in, void* payload, size_t capacity,
-                           void* workspace, size_t workspace_size, uint64_t seed, cudaStream_t stream,
+                           void* workspace, size_t workspace_size, const randomness& rnd, cudaStream_t stream,
                            size_t* written) {
   quant_plan P;
   status st = plan_quant(q, in.shp, in.data, payload, capacity, workspace, workspace_size, P);
   if (!ok(st)) return st;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
   if (host::detail::overlaps(in.data, P.L.n * dtype_bytes(in.type), payload, P.L.total)) return status::aliasing;
+  if (!ok(st = check_sample_keyed(q.rng, rnd, in.shp, P.L.group_len))) return st;
   st = dispatch_dtype(in.type, [&](auto tc) {
     return launch_quant(tensor_source<decltype(tc)::value>{in.data}, no_sink{}, q, P, in.type, in.shp, payload,
-                        workspace, seed, stream);
+                        workspace, rnd, stream);
   });
   if (ok(st) && written) *written = size_t(P.L.total);
   return st;

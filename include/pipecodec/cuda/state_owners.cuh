@@ -93,6 +93,41 @@ class owned_event {
   bool recorded_ = false;
 };
 
+// Sample ids handed to kernels (rng=sample codecs) from pinned host memory, which they read
+// through unified addressing: two buffers used in turn, each refilled only once the stream
+// has passed the call that read it.
+class pinned_ids {
+ public:
+  [[nodiscard]] status init(uint64_t max_rows, const allocator& pinned) {
+    for (int b = 0; b < 2; ++b) {
+      status st = buf_[b].allocate(size_t(std::max<uint64_t>(8 * max_rows, 16)), pinned);
+      if (ok(st)) st = done_[b].create();
+      if (!ok(st)) return st;
+    }
+    return status::success;
+  }
+  // Runs call(device-readable ids) with a copy of ids[0..rows) (host memory; nullptr passes
+  // through, for the codec to reject where it needs ids).
+  template <class Call>
+  [[nodiscard]] status run(const uint64_t* ids, uint64_t rows, cudaStream_t stream, Call&& call) {
+    if (ids == nullptr || buf_[0].data() == nullptr) return call(ids);
+    if (8 * rows > buf_[0].size()) return status::invalid_argument;
+    const int next = last_ ^ 1;
+    status st = done_[next].wait();
+    if (!ok(st)) return st;
+    std::memcpy(buf_[next].data(), ids, size_t(8 * rows));
+    st = call(static_cast<const uint64_t*>(buf_[next].data()));
+    const status rec = done_[next].record(stream);
+    last_ = next;
+    return ok(st) ? rec : st;
+  }
+
+ private:
+  owned_bytes buf_[2];
+  owned_event done_[2];
+  int last_ = 1;
+};
+
 }  // namespace detail
 
 // Owner of an EF residual (device memory, zero at the start) and its workspace; sender only.
@@ -108,10 +143,10 @@ class ef_state {
     }
     return st;
   }
-  [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, uint64_t seed, cudaStream_t stream,
+  [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, randomness rnd, cudaStream_t stream,
                               size_t* written = nullptr) {
     return pipecodec::cuda::ef_encode(st_.codec(), x, residual(), lowrank_q(), payload, capacity, st_.ws(),
-                                      st_.ws_size(), seed, stream, written);
+                                      st_.ws_size(), rnd, stream, written);
   }
   size_t payload_bytes() const { return st_.payload_bytes(); }
   tensor_view residual() const { return st_.view(); }
@@ -135,9 +170,9 @@ class ef21_state {
                             const allocator& device = device_allocator()) {
     return st_.init(s, shp, state_type, pipecodec::cuda::ef21_workspace_bytes(s, shp), device, stream);
   }
-  [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, uint64_t seed, cudaStream_t stream,
+  [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, randomness rnd, cudaStream_t stream,
                               size_t* written = nullptr) {
-    return pipecodec::cuda::ef21_encode(st_.codec(), x, state(), payload, capacity, st_.ws(), st_.ws_size(), seed,
+    return pipecodec::cuda::ef21_encode(st_.codec(), x, state(), payload, capacity, st_.ws(), st_.ws_size(), rnd,
                                         stream, written);
   }
   // Receiver step; the payload's verdict: read_status(workspace()) once the stream has run.

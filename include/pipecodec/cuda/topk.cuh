@@ -46,7 +46,7 @@ inline status launch_select(const topk_encode_args& a, uint8_t* state, uint32_t 
       uint32_t* cand = a.cand + u * (m / 4);
       status st;
       if constexpr (RandK)
-        st = launch_grid_select(device_randk_keys{a.d.seed, u * m}, m, L.k, cand, state, kept_emitter<T>{a, u}, cap,
+        st = launch_grid_select(device_randk_keys{a.d, a.ids, u, m}, m, L.k, cand, state, kept_emitter<T>{a, u}, cap,
                                 stream);
       else
         st = launch_grid_select(device_magnitude_keys<T>{a.in, u * m}, m, L.k, cand, state, kept_emitter<T>{a, u},
@@ -83,15 +83,18 @@ inline status launch_value_quant(const topk_encode_args& a, uint8_t* ws, const t
 }
 
 // Shared by encode_topk and encode_shared: checks, header, selection (or the mask's
-// positions, after validating the mask on the device), values.
-inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void* mask, size_t mask_len,
-                            void* payload, size_t capacity, void* workspace, size_t workspace_size,
+// positions, after validating the mask on the device), values. `ids` (device memory): the
+// rows' sample ids of an rng=sample RandK encode, copied into the payload's id section.
+inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint64_t* ids, const void* mask,
+                            size_t mask_len, void* payload, size_t capacity, void* workspace, size_t workspace_size,
                             cudaStream_t stream, size_t* written) {
   topk_layout L;
   if (!make_topk_layout(d, in.shp, L)) return status::invalid_spec;
   const topk_workspace W = make_topk_workspace(d, L);
+  const uint64_t ids_bytes = d.sample_keyed ? 8 * in.shp.rows : 0, total = L.total + align16(ids_bytes);
   if (payload == nullptr || workspace == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
-  if (capacity < L.total) return status::buffer_too_small;
+  if (capacity < total) return status::buffer_too_small;
+  if (ids == nullptr && ids_bytes > 0) return status::invalid_argument;
   // workspace_bytes() whatever the payload address, as on the host: a size that works for one
   // payload must not fail for another.
   if (workspace_size < workspace_request(W.total)) return status::workspace_too_small;
@@ -99,8 +102,8 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
   const bool staged = !aligned && d.index == index_layout::bitmap;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
   const uint64_t in_bytes = L.n * dtype_bytes(in.type);
-  if (host::detail::overlaps(in.data, in_bytes, payload, L.total) ||
-      host::detail::overlaps(workspace, workspace_size, payload, L.total) ||
+  if (host::detail::overlaps(in.data, in_bytes, payload, total) ||
+      host::detail::overlaps(workspace, workspace_size, payload, total) ||
       host::detail::overlaps(workspace, workspace_size, in.data, in_bytes) ||
       host::detail::overlaps(mask, mask_len, payload, capacity))
     return status::aliasing;
@@ -111,12 +114,15 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
   h.codec = d.codec;
   h.type = in.type;
   h.shp = in.shp;
-  h.total_bytes = L.total;
+  h.total_bytes = total;
+  h.flags = d.sample_keyed ? flag_sample_ids : 0;
   write_topk_params(h.params, d);
   header_bytes64 hb;
   write_header(hb.b, h);
   uint8_t* p = static_cast<uint8_t*>(payload);
-  if (cudaMemsetAsync(p + header_bytes, 0, L.total - header_bytes, stream) != cudaSuccess) return status::cuda_error;
+  if (cudaMemsetAsync(p + header_bytes, 0, total - header_bytes, stream) != cudaSuccess) return status::cuda_error;
+  if (ids_bytes > 0 && cudaMemcpyAsync(p + L.total, ids, ids_bytes, cudaMemcpyDefault, stream) != cudaSuccess)
+    return status::cuda_error;
   launch<write_header_kernel<header_bytes>>(1, header_bytes, 0, stream, p, hb);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
 
@@ -125,7 +131,7 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
   const uint64_t bitmap_bytes = index_section_bytes(d.index, L.kept, L.n);
   if (staged && cudaMemsetAsync(bitmap, 0, bitmap_bytes, stream) != cudaSuccess) return status::cuda_error;
   topk_encode_args args{d, L, in.data, p, aligned, bitmap, reinterpret_cast<uint32_t*>(ws + W.cand_offset),
-                        reinterpret_cast<float*>(ws + W.values_offset), 1.0F};
+                        reinterpret_cast<float*>(ws + W.values_offset), 1.0F, p + L.total};
   if (d.unbiased && L.k) args.scale = float(ddiv_rn(double(L.unit_len), double(L.k)));
   uint8_t* state = ws + W.state_offset + align16(16 * L.units);
   status* code = reinterpret_cast<status*>(ws);
@@ -159,17 +165,19 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const void
       return status::cuda_error;
     if (d.values == value_kind::quant && !ok(st = launch_value_quant(args, ws, W, cap, stream))) return st;
   }
-  if (written) *written = size_t(L.total);
+  if (written) *written = size_t(total);
   return status::success;
 }
 
 inline status encode_topk(const spec& s, const_tensor_view in, void* payload, size_t capacity, void* workspace,
-                          size_t workspace_size, uint64_t seed, cudaStream_t stream, size_t* written = nullptr) {
+                          size_t workspace_size, const randomness& rnd, cudaStream_t stream,
+                          size_t* written = nullptr) {
   topk_desc d;
-  const status st = resolve_topk(s, in.shp, seed, d);
+  const status st = resolve_topk(s, in.shp, rnd.seed, d);
   if (!ok(st)) return st;
   if (d.shared_mask) return status::invalid_argument;  // needs its mask: encode_shared
-  return encode_sparse(d, in, nullptr, 0, payload, capacity, workspace, workspace_size, stream, written);
+  return encode_sparse(d, in, rnd.sample_ids, nullptr, 0, payload, capacity, workspace, workspace_size, stream,
+                       written);
 }
 
 // `mask`: a device TopK payload of the same shape, scope and k (validated on the device).
@@ -181,7 +189,7 @@ inline status encode_shared(const spec& s, const_tensor_view in, const void* mas
   if (!ok(st)) return st;
   if (!d.shared_mask) return status::invalid_spec;
   if (mask == nullptr) return status::invalid_argument;
-  return encode_sparse(d, in, mask, mask_len, payload, capacity, workspace, workspace_size, stream, written);
+  return encode_sparse(d, in, nullptr, mask, mask_len, payload, capacity, workspace, workspace_size, stream, written);
 }
 
 // RandK re-selection of `units` units of m elements each, unit after unit on the whole grid;
@@ -193,8 +201,8 @@ inline void launch_grid_reselect(const uint8_t* payload, uint64_t len, void* out
   ulonglong2* counts = reinterpret_cast<ulonglong2*>(state + topk_grid_counts_offset);
   for (uint64_t u = 0; u < units; ++u) {
     launch<topk_grid_randk_init_kernel<topk_threads>>(1, topk_threads, 0, stream, payload, len, code, g, counts, units,
-                                                      m);
-    launch_grid_passes(state_randk_keys{g, u * m}, m, cand, state, cap, stream);
+                                                      m, u);
+    launch_grid_passes(state_randk_keys{g}, m, cand, state, cap, stream);
     launch<topk_grid_randk_scatter_kernel<Out, Accumulate>>(uint32_t(topk_chunks_for(m).count), topk_threads, 0,
                                                             stream, payload, len, out, g, counts, u);
   }

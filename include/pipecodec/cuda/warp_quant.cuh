@@ -5,6 +5,7 @@
 //
 //   if (lane == 0 && group == 0) cuda::write_quant_header(payload, hdr, L);   // once
 //   cuda::warp_encode_group<4, rounding::nearest>(v, q, L, g, seed, payload); // per group
+// (`seed` converts to a randomness; rng=sample takes one with the rows' sample ids in device memory)
 //   (or warp_encode_groups for several groups per warp, sharing the parameter arithmetic)
 //   float x = cuda::warp_decode_chunk<4>(planes, aligned, scale, offset, zero);
 #pragma once
@@ -61,8 +62,8 @@ struct no_sink {
 // signature) receives every valid element's decoded value.
 template <uint32_t Bits, rounding R, uint32_t Groups, uint32_t MaxChunks, class Sink = no_sink>
 __device__ void warp_encode_groups(const float (&v)[Groups][MaxChunks], uint32_t count, const quant_params& q,
-                                   const detail::quant_layout& L, uint64_t g0, uint64_t seed, uint8_t* payload,
-                                   Sink sink = {}) {
+                                   const detail::quant_layout& L, uint64_t g0, const randomness& rnd,
+                                   uint8_t* payload, Sink sink = {}) {
   static_assert(Groups >= 1 && Groups <= 32, "one group per lane at most");
   const uint32_t lane = detail::lane_id();
   detail::group_stats mine;  // lane b: statistics of group g0 + b
@@ -92,11 +93,13 @@ __device__ void warp_encode_groups(const float (&v)[Groups][MaxChunks], uint32_t
     p.pre = __shfl_sync(detail::full_warp, own.pre, b);
     p.inv = __shfl_sync(detail::full_warp, own.inv, b);
     uint8_t* dst = payload + L.codes_offset + L.group_chunk(g) * Bits * 4;
+    detail::draw d{};
+    if constexpr (R == rounding::stochastic) d = detail::rounding_draw(rnd, q.rng, L.cols, begin);
 #pragma unroll
     for (uint32_t k0 = 0; k0 < MaxChunks; k0 += 4) {
       if (k0 >= chunks) break;  // warp-uniform
       detail::warp_rng rng{};
-      if constexpr (R == rounding::stochastic) rng = detail::warp_rng_init(seed, begin + 32 * uint64_t(k0));
+      if constexpr (R == rounding::stochastic) rng = detail::warp_rng_init(d, 32 * uint64_t(k0));
 #pragma unroll
       for (uint32_t i = 0; i < 4 && k0 + i < MaxChunks; ++i) {
         const uint32_t k = k0 + i;
@@ -116,12 +119,12 @@ __device__ void warp_encode_groups(const float (&v)[Groups][MaxChunks], uint32_t
 // The same for one group g: lane l's v[k] is element group_begin(g) + 32 k + l.
 template <uint32_t Bits, rounding R, uint32_t MaxChunks, class Sink = no_sink>
 __device__ void warp_encode_group(const float (&v)[MaxChunks], const quant_params& q,
-                                  const detail::quant_layout& L, uint64_t g, uint64_t seed, uint8_t* payload,
-                                  Sink sink = {}) {
+                                  const detail::quant_layout& L, uint64_t g, const randomness& rnd,
+                                  uint8_t* payload, Sink sink = {}) {
   float w[1][MaxChunks];
 #pragma unroll
   for (uint32_t k = 0; k < MaxChunks; ++k) w[0][k] = v[k];
-  warp_encode_groups<Bits, R>(w, 1, q, L, g, seed, payload, sink);
+  warp_encode_groups<Bits, R>(w, 1, q, L, g, rnd, payload, sink);
 }
 
 // Decodes one chunk: returns this lane's value, zero-point `zero` from consts_for(Bits, mode)

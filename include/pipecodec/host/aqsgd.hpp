@@ -85,7 +85,7 @@ inline status encode_part(const spec& s, const float* f32, const uint64_t* ids, 
   if (rows == 0) return status::success;
   size_t len = 0;
   status st = encode(s, const_tensor_view(f32, dtype::f32, shape(rows, cols)), msg + off, capacity - off,
-                     w.codec, w.codec_bytes, seed, &len);
+                     w.codec, w.codec_bytes, randomness(seed, ids), &len);
   if (!ok(st)) return st;
   st = append_sample_ids(msg + off, capacity - off, ids, &bytes);
   if (!ok(st)) return st;

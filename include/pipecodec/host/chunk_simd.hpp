@@ -145,11 +145,11 @@ inline __m256i mulhi_epu32(__m256i a, __m256i m) {
   return _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
 }
 
-// to_unit_float of the words of blocks b0 .. b0 + 8 Sets - 1 of random_block(seed,
-// stream_rounding, .) in element order (u[4b + k] = word k of block b): philox4x32_10 with
+// to_unit_float of the words of blocks b0 .. b0 + 8 Sets - 1 of random_block(key, stream, .)
+// in element order (u[4b + k] = word k of block b): philox4x32_10 with
 // lane l of set s = block 8s + l. Several sets interleave to hide the multiply latency.
 template <uint32_t Sets>
-inline void uniforms_avx2(uint64_t seed, uint64_t b0, float* u) {
+inline void uniforms_avx2(uint64_t key, uint32_t stream, uint64_t b0, float* u) {
   __m256i c0[Sets], c1[Sets], c2[Sets], c3[Sets];
   for (uint32_t s = 0; s < Sets; ++s) {
     alignas(32) uint32_t lo[8], hi[8];
@@ -159,11 +159,11 @@ inline void uniforms_avx2(uint64_t seed, uint64_t b0, float* u) {
     }
     c0[s] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
     c1[s] = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi));
-    c2[s] = _mm256_set1_epi32(int(pipecodec::detail::stream_rounding));
+    c2[s] = _mm256_set1_epi32(int(stream));
     c3[s] = _mm256_setzero_si256();
   }
   const __m256i m0 = _mm256_set1_epi32(int(0xD2511F53u)), m1 = _mm256_set1_epi32(int(0xCD9E8D57u));
-  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+  uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
   for (int r = 0; r < 10; ++r) {
     const __m256i key0 = _mm256_set1_epi32(int(k0)), key1 = _mm256_set1_epi32(int(k1));
     for (uint32_t s = 0; s < Sets; ++s) {

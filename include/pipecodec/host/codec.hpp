@@ -21,25 +21,27 @@ inline size_t encode_workspace_bytes(const spec& s, const shape& shp) {
 }
 
 // Encodes `in` with spec `s` into `payload` (capacity >= encoded_bytes(s, in.shp)).
-// `seed` drives stochastic rounding, RandK and lowrank's Q0 (a cold start: lowrank_encode
-// warm-starts); `written` receives the payload size.
+// `rnd.seed` drives stochastic rounding, RandK and lowrank's Q0 (a cold start: lowrank_encode
+// warm-starts); specs with rng=sample also need `rnd.sample_ids`, one per row (a seed alone
+// converts to `randomness`); `written` receives the payload size.
 inline status encode(const spec& s, const_tensor_view in, void* payload, size_t capacity,
-                     void* workspace = nullptr, size_t workspace_size = 0, uint64_t seed = 0,
+                     void* workspace = nullptr, size_t workspace_size = 0, randomness rnd = {},
                      size_t* written = nullptr) {
   // Host plain, fp8, mx and quantization without rotation need no workspace (workspace_bytes()
   // is sized for the CUDA backend); rotation, TopK, RandK and lowrank check theirs.
   if (!valid_dtype(uint8_t(in.type))) return status::invalid_argument;
   switch (s.codec) {
     case codec_id::quant:
-      return detail::encode_quant(s.quant, in, payload, capacity, workspace, workspace_size, seed, written);
+      return detail::encode_quant(s.quant, in, payload, capacity, workspace, workspace_size, rnd, written);
     case codec_id::plain: return detail::encode_plain(s.plain, in, payload, capacity, written);
     case codec_id::topk:
     case codec_id::randk:
-      return detail::encode_topk(s, in, payload, capacity, workspace, workspace_size, seed, written);
+      return detail::encode_topk(s, in, payload, capacity, workspace, workspace_size, rnd, written);
     case codec_id::fp8:
-    case codec_id::mx: return detail::encode_float(s.codec, s.flt, in, payload, capacity, seed, written);
+    case codec_id::mx: return detail::encode_float(s.codec, s.flt, in, payload, capacity, rnd, written);
     case codec_id::lowrank:
-      return detail::encode_lowrank(s.lowrank, in, nullptr, payload, capacity, workspace, workspace_size, seed, written);
+      return detail::encode_lowrank(s.lowrank, in, nullptr, payload, capacity, workspace, workspace_size, rnd.seed,
+                                    written);
   }
   return status::not_supported;
 }
@@ -74,10 +76,10 @@ inline status lowrank_encode(const spec& s, const_tensor_view in, tensor_view q,
 namespace detail {
 // encode, warm-started when `q` holds lowrank's state (empty view: the stateless encode).
 inline status encode_warm(const spec& s, const_tensor_view in, tensor_view q, void* payload, size_t capacity,
-                          void* workspace, size_t workspace_size, uint64_t seed, size_t* written) {
+                          void* workspace, size_t workspace_size, const randomness& rnd, size_t* written) {
   if (q.data != nullptr && s.codec == codec_id::lowrank)
-    return lowrank_encode(s, in, q, payload, capacity, workspace, workspace_size, seed, written);
-  return encode(s, in, payload, capacity, workspace, workspace_size, seed, written);
+    return lowrank_encode(s, in, q, payload, capacity, workspace, workspace_size, rnd.seed, written);
+  return encode(s, in, payload, capacity, workspace, workspace_size, rnd, written);
 }
 
 template <bool Accumulate>

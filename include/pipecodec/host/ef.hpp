@@ -19,7 +19,7 @@ inline size_t ef_workspace_bytes(const spec& s, const shape& shp) {
 // is the warm-start state PowerSGD keeps beside the residual (an empty view: cold starts).
 // On any error the residual is left untouched.
 inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual, tensor_view lowrank_q,
-                        void* payload, size_t capacity, void* workspace, size_t workspace_size, uint64_t seed = 0,
+                        void* payload, size_t capacity, void* workspace, size_t workspace_size, randomness rnd = {},
                         size_t* written = nullptr) {
   using namespace detail;
   uint64_t n = 0;
@@ -39,7 +39,7 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
   if (!ok(st)) return st;
   size_t len = 0;
   st = encode_warm(s, const_tensor_view(ws.f32, dtype::f32, x.shp), lowrank_q, payload, capacity, ws.codec,
-                   ws.codec_bytes, seed, &len);
+                   ws.codec_bytes, rnd, &len);
   if (!ok(st)) return st;
   // e = v - D(payload); v is recomputed (same operands, same rounding) so one scratch suffices.
   st = decode(payload, len, tensor_view{ws.f32, dtype::f32, x.shp}, ws.codec, ws.codec_bytes);
@@ -60,8 +60,8 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
 }
 
 inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual, void* payload, size_t capacity,
-                        void* workspace, size_t workspace_size, uint64_t seed = 0, size_t* written = nullptr) {
-  return ef_encode(s, x, residual, tensor_view{}, payload, capacity, workspace, workspace_size, seed, written);
+                        void* workspace, size_t workspace_size, randomness rnd = {}, size_t* written = nullptr) {
+  return ef_encode(s, x, residual, tensor_view{}, payload, capacity, workspace, workspace_size, rnd, written);
 }
 
 // Owner of an EF residual, lowrank's warm Q with a lowrank codec, and their workspace (memory
@@ -85,9 +85,9 @@ class ef_state {
     type_ = state_type;
     return status::success;
   }
-  [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, uint64_t seed = 0,
+  [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, randomness rnd = {},
                               size_t* written = nullptr) {
-    return ef_encode(spec_, x, residual(), lowrank_q(), payload, capacity, ws_.data(), ws_.size(), seed, written);
+    return ef_encode(spec_, x, residual(), lowrank_q(), payload, capacity, ws_.data(), ws_.size(), rnd, written);
   }
   size_t payload_bytes() const { return encoded_bytes(spec_, shp_); }
   tensor_view residual() const { return tensor_view{state_.data(), type_, shp_}; }

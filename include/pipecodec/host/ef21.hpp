@@ -16,7 +16,7 @@ inline size_t ef21_workspace_bytes(const spec& s, const shape& shp) {
 
 // Sender step. On any error g is left untouched.
 inline status ef21_encode(const spec& s, const_tensor_view x, tensor_view g, void* payload,
-                          size_t capacity, void* workspace, size_t workspace_size, uint64_t seed = 0,
+                          size_t capacity, void* workspace, size_t workspace_size, randomness rnd = {},
                           size_t* written = nullptr) {
   using namespace detail;
   uint64_t n = 0;
@@ -27,7 +27,7 @@ inline status ef21_encode(const spec& s, const_tensor_view x, tensor_view g, voi
   if (!ok(st)) return st;
   size_t len = 0;
   st = encode(s, const_tensor_view(ws.f32, dtype::f32, x.shp), payload, capacity, ws.codec,
-              ws.codec_bytes, seed, &len);
+              ws.codec_bytes, rnd, &len);
   if (!ok(st)) return st;
   st = decode_accumulate(payload, len, g, ws.codec, ws.codec_bytes);
   if (ok(st) && written) *written = len;
@@ -70,9 +70,9 @@ class ef21_state {
     type_ = state_type;
     return status::success;
   }
-  [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, uint64_t seed = 0,
+  [[nodiscard]] status encode(const_tensor_view x, void* payload, size_t capacity, randomness rnd = {},
                               size_t* written = nullptr) {
-    return ef21_encode(spec_, x, state(), payload, capacity, ws_.data(), ws_.size(), seed, written);
+    return ef21_encode(spec_, x, state(), payload, capacity, ws_.data(), ws_.size(), rnd, written);
   }
   [[nodiscard]] status decode(const void* payload, size_t len, tensor_view out = {}) {
     const auto ws = detail::f32_scratch_bytes(shp_.size());

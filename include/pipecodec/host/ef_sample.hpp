@@ -77,8 +77,8 @@ inline status ef_sample_encode(const aqsgd_config& c, const aqsgd_store& s, cons
   });
   if (!ok(st)) return st;
   size_t len = 0;
-  st = encode(c.codec, const_tensor_view(w.f32, dtype::f32, shp), payload, capacity, w.codec, w.codec_bytes, seed,
-              &len);
+  st = encode(c.codec, const_tensor_view(w.f32, dtype::f32, shp), payload, capacity, w.codec, w.codec_bytes,
+              randomness(seed, ids), &len);
   if (!ok(st)) return st;
   st = decode(payload, len, tensor_view{w.f32, dtype::f32, shp}, w.codec, w.codec_bytes);
   if (!ok(st)) return st;

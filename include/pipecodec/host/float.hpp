@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../core/dispatch.hpp"
+#include "../core/draw.hpp"
 #include "../core/float_format.hpp"
 #include "buffer_checks.hpp"
 
@@ -12,7 +13,7 @@ using namespace pipecodec::detail;
 
 template <dtype In, elem_format F, rounding R>
 inline void encode_float_groups(codec_id c, const float_params& spec, const float_layout& L, const void* x,
-                                uint64_t seed, uint8_t* p) {
+                                const randomness& rnd, uint64_t cols, uint8_t* p) {
   float_params f = spec;
   f.format = F;  // constants from here on: the conversion's branches fold away
   f.round = R;
@@ -33,14 +34,18 @@ inline void encode_float_groups(codec_id c, const float_params& spec, const floa
     for (uint64_t i0 = begin; i0 < end; i0 += 64) {
       const uint32_t cnt = uint32_t(end - i0 < 64 ? end - i0 : 64);
       uint8_t code[64];
-      uint32_t rnd[68] = {};  // rounding words of elements i0 & ~3 ..: one Philox block per 4
-      if constexpr (R == rounding::stochastic)
-        for (uint64_t b = i0 >> 2; b <= (i0 + cnt - 1) >> 2; ++b) {
-          const philox_out r = random_block(seed, stream_rounding, b);
-          for (uint32_t k = 0; k < 4; ++k) rnd[4 * (b - (i0 >> 2)) + k] = r.v[k];
+      uint32_t words[68] = {};  // rounding words w0 & ~3 .. of the run's draws: one Philox block per 4
+      uint64_t w0 = 0;
+      if constexpr (R == rounding::stochastic) {
+        const draw d = rounding_draw(rnd, f.rng, cols, i0);  // the group, so the run, lies in one row
+        w0 = d.first;
+        for (uint64_t b = w0 >> 2; b <= (w0 + cnt - 1) >> 2; ++b) {
+          const philox_out r = random_block(d.key, d.stream, b);
+          for (uint32_t k = 0; k < 4; ++k) words[4 * (b - (w0 >> 2)) + k] = r.v[k];
         }
+      }
       for (uint32_t j = 0; j < cnt; ++j)
-        code[j] = uint8_t(encode_value(load<In>(x, i0 + j), s, c, f, rnd[(i0 & 3u) + j]));
+        code[j] = uint8_t(encode_value(load<In>(x, i0 + j), s, c, f, words[(w0 & 3u) + j]));
       uint32_t j = 0;
       if constexpr (width == 8) {
         memcpy(codes + i0, code, cnt);
@@ -57,21 +62,22 @@ inline void encode_float_groups(codec_id c, const float_params& spec, const floa
 }
 
 inline status encode_float(codec_id c, const float_params& f, const_tensor_view in, void* payload, size_t capacity,
-                           uint64_t seed, size_t* written) {
+                           const randomness& rnd, size_t* written) {
   if (!valid_float_params(c, f)) return status::invalid_spec;
   float_layout L;
   if (!make_float_layout(c, f, in.shp, L)) return status::size_overflow;
-  const status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
+  status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
+  if (ok(bad)) bad = check_sample_keyed(f.rng, rnd, in.shp, c == codec_id::mx ? in.shp.cols : L.group_len);
   if (!ok(bad)) return bad;
   uint8_t* p = static_cast<uint8_t*>(payload);
-  write_payload_header(p, c, in, L.total, [&](uint8_t* params) { write_float_params(params, c, f, L.group_len, seed); });
+  write_payload_header(p, c, in, L.total, [&](uint8_t* params) { write_float_params(params, c, f, L.group_len, rnd.seed); });
   memset(p + L.scales_offset, 0, L.total - L.scales_offset);
   const status st = dispatch_dtype(in.type, [&](auto tc) {
     return dispatch_format(f.format, [&](auto fc) {
       constexpr dtype T = decltype(tc)::value;
       constexpr elem_format F = decltype(fc)::value;
-      if (f.round == rounding::nearest) encode_float_groups<T, F, rounding::nearest>(c, f, L, in.data, seed, p);
-      else encode_float_groups<T, F, rounding::stochastic>(c, f, L, in.data, seed, p);
+      if (f.round == rounding::nearest) encode_float_groups<T, F, rounding::nearest>(c, f, L, in.data, rnd, in.shp.cols, p);
+      else encode_float_groups<T, F, rounding::stochastic>(c, f, L, in.data, rnd, in.shp.cols, p);
       return status::success;
     });
   });

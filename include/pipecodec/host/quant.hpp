@@ -3,7 +3,7 @@
 #pragma once
 
 #include "../core/dispatch.hpp"
-#include "../core/philox.hpp"
+#include "../core/draw.hpp"
 #include "../core/quant_format.hpp"
 #include "../core/quant_math.hpp"
 #include "chunk_simd.hpp"
@@ -80,46 +80,48 @@ inline void store_outliers(const void* x, const quant_layout& L, uint64_t g, con
   }
 }
 
-// Uniforms in [0, 1) for elements e0 .. e0+31 of the rounding stream. The block loop has a
-// fixed trip count so compilers run the Philox blocks side by side in vector lanes.
-inline void uniforms32(uint64_t seed, uint64_t e0, float* u) {
+// Uniforms in [0, 1) for elements i0 .. i0+31 of a run's draws. The block loop has a fixed
+// trip count so compilers run the Philox blocks side by side in vector lanes.
+inline void uniforms32(const draw& d, uint64_t i0, float* u) {
+  const uint64_t w0 = d.first + i0;
 #if defined(__AVX2__)
-  if ((e0 & 3u) == 0) {
-    uniforms_avx2<1>(seed, e0 >> 2, u);
+  if ((w0 & 3u) == 0) {
+    uniforms_avx2<1>(d.key, d.stream, w0 >> 2, u);
     return;
   }
 #endif
   uint32_t words[36];
-  const uint64_t b0 = e0 >> 2;
-  const uint32_t off = uint32_t(e0 & 3u);
+  const uint64_t b0 = w0 >> 2;
+  const uint32_t off = uint32_t(w0 & 3u);
   for (uint32_t b = 0; b < 8; ++b) {
-    const philox_out r = random_block(seed, stream_rounding, b0 + b);
+    const philox_out r = random_block(d.key, d.stream, b0 + b);
     for (uint32_t k = 0; k < 4; ++k) words[4 * b + k] = r.v[k];
   }
   if (off != 0) {  // a chunk that starts mid-block (row groups) needs a ninth block
-    const philox_out r = random_block(seed, stream_rounding, b0 + 8);
+    const philox_out r = random_block(d.key, d.stream, b0 + 8);
     for (uint32_t k = 0; k < 4; ++k) words[32 + k] = r.v[k];
   }
   for (uint32_t l = 0; l < 32; ++l) u[l] = to_unit_float(words[off + l]);
 }
 
-// Codes of one chunk of 32 values (e0: index of v[0], for the random stream).
+// Codes of one chunk of 32 values (i0: index of v[0] in the run `d` draws for).
 template <uint32_t Bits, rounding R>
 inline void quantize_chunk(const float (&v)[32], const group_params& p, const quant_consts& c,
-                           uint64_t seed, uint64_t e0, uint8_t (&codes)[32]) {
+                           const draw& d, uint64_t i0, uint8_t (&codes)[32]) {
   if constexpr (R == rounding::nearest) {
     for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_nearest(v[l], p, c));
   } else {
     float u[32];
-    uniforms32(seed, e0, u);
+    uniforms32(d, i0, u);
     for (uint32_t l = 0; l < 32; ++l) codes[l] = uint8_t(quantize_stochastic(v[l], p, c, u[l]));
   }
 }
 
 template <dtype In, uint32_t Bits, rounding R>
 inline void encode_group(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
-                         uint64_t seed, uint8_t* payload) {
+                         const randomness& rnd, uint8_t* payload) {
   const uint64_t begin = L.group_begin(g), len = L.group_size(g);
+  const draw d = R == rounding::stochastic ? rounding_draw(rnd, q.rng, L.cols, begin) : draw{};
   top_list top;
   const group_stats st = L.outliers != 0 ? select_outliers<In>(x, L, g, top) : group_statistics<In>(x, begin, len);
   const group_params p = make_params(st, q);
@@ -140,9 +142,9 @@ inline void encode_group(const void* x, const quant_params& q, const quant_layou
       if constexpr (In == dtype::f32) {
         if constexpr (R == rounding::stochastic) {
           if (e >= u_end) {  // uniforms for 4 chunks at once where possible: 32 blocks interleave
-            const bool four = len - e >= 128 && ((begin + e) & 3u) == 0;
-            if (four) uniforms_avx2<4>(seed, (begin + e) >> 2, u);
-            else uniforms32(seed, begin + e, u);
+            const bool four = len - e >= 128 && ((d.first + e) & 3u) == 0;
+            if (four) uniforms_avx2<4>(d.key, d.stream, (d.first + e) >> 2, u);
+            else uniforms32(d, e, u);
             u_begin = e;
             u_end = e + (four ? 128 : 32);
           }
@@ -153,11 +155,11 @@ inline void encode_group(const void* x, const quant_params& q, const quant_layou
       }
 #endif
       for (uint32_t l = 0; l < 32; ++l) v[l] = load<In>(x, begin + e + l);
-      quantize_chunk<Bits, R>(v, p, c, seed, begin + e, codes);
+      quantize_chunk<Bits, R>(v, p, c, d, e, codes);
     } else {
       const uint32_t cnt = uint32_t(len - e);
       for (uint32_t l = 0; l < 32; ++l) v[l] = l < cnt ? load<In>(x, begin + e + l) : 0.0F;
-      quantize_chunk<Bits, R>(v, p, c, seed, begin + e, codes);
+      quantize_chunk<Bits, R>(v, p, c, d, e, codes);
       for (uint32_t l = cnt; l < 32; ++l) codes[l] = 0;  // padding lanes are zero on the wire
     }
     pack_chunk<Bits>(codes, planes);
@@ -199,12 +201,14 @@ inline void decode_group(const quant_payload& qp, uint64_t g, void* out) {
 
 // With rotation the rotated tensor goes to the workspace first (workspace_bytes is sized for it).
 inline status encode_quant(const quant_params& q, const_tensor_view in, void* payload, size_t capacity,
-                           void* workspace, size_t workspace_size, uint64_t seed, size_t* written) {
+                           void* workspace, size_t workspace_size, const randomness& rnd, size_t* written) {
   if (!valid_quant_params(q)) return status::invalid_spec;
   quant_layout L;
   if (!make_quant_layout(q, in.shp, L)) return status::size_overflow;
-  const status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
+  status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
+  if (ok(bad)) bad = check_sample_keyed(q.rng, rnd, in.shp, L.group_len);
   if (!ok(bad)) return bad;
+  const uint64_t seed = rnd.seed;
   const void* x = in.data;
   dtype type = in.type;
   if (q.rotate != rotation::none && L.n > 0) {
@@ -237,9 +241,9 @@ inline status encode_quant(const quant_params& q, const_tensor_view in, void* pa
     constexpr uint32_t B = decltype(bc)::value;
     for (uint64_t g = 0; g < L.groups; ++g) {
       if (q.round == rounding::nearest)
-        encode_group<T, B, rounding::nearest>(x, q, L, g, seed, p);
+        encode_group<T, B, rounding::nearest>(x, q, L, g, rnd, p);
       else
-        encode_group<T, B, rounding::stochastic>(x, q, L, g, seed, p);
+        encode_group<T, B, rounding::stochastic>(x, q, L, g, rnd, p);
     }
     return status::success;
   });

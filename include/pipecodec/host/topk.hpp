@@ -19,29 +19,30 @@ struct magnitude_keys {
 
 // Philox gives four words per call; sequential scans reuse them.
 struct randk_keys {
-  uint64_t seed, base;
+  draw d;
   mutable uint64_t block = ~uint64_t(0);
   mutable philox_out words{};
   uint32_t operator()(uint64_t i) const {
-    const uint64_t e = base + i;
-    if ((e >> 2) != block) {
-      block = e >> 2;
-      words = random_block(seed, stream_randk, block);
+    const uint64_t w = d.first + i;
+    if ((w >> 2) != block) {
+      block = w >> 2;
+      words = random_block(d.key, d.stream, block);
     }
-    return randk_key_from_word(words.v[e & 3u]);
+    return randk_key_from_word(words.v[w & 3u]);
   }
 };
 
 // Calls f(u, j, i) for every kept position of an encode: selected by magnitude (TopK),
-// by seed (RandK), or read from a validated mask payload (shared mask).
+// by seed (RandK; `ids`: the payload's sample-id section when rng=sample), or read from a
+// validated mask payload (shared mask).
 template <dtype T, class F>
-inline void for_each_selected(const topk_desc& d, const topk_layout& L, const void* x,
+inline void for_each_selected(const topk_desc& d, const topk_layout& L, const void* x, const uint8_t* ids,
                               const topk_payload* mask, uint32_t* cand, uint64_t cap, F&& f) {
   if (mask != nullptr) return for_each_position(*mask, f);
   for (uint64_t u = 0; u < L.units; ++u) {
     auto emit = [&](uint64_t j, uint64_t i) { f(u, j, i); };
     if (d.codec == codec_id::randk) {
-      const randk_keys key{d.seed, u * L.unit_len};
+      const randk_keys key{randk_draw(d, ids, u, L.unit_len)};
       compact_kept(key, L.unit_len, radix_select(key, L.unit_len, L.k, cand, cap), emit);
     } else {
       const magnitude_keys<T> key{x, u * L.unit_len};
@@ -54,21 +55,25 @@ inline float unbiased_scale(const topk_layout& L) {
   return L.k ? float(ddiv_rn(double(L.unit_len), double(L.k))) : 1.0F;
 }
 
-inline status encode_sparse(const topk_desc& d, const_tensor_view in, const topk_payload* mask,
+// `ids`: the rows' sample ids of an rng=sample RandK encode (the payload carries them).
+inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint64_t* ids, const topk_payload* mask,
                             void* payload, size_t capacity, void* ws, size_t ws_size, size_t* written) {
   topk_layout L;
   if (!make_topk_layout(d, in.shp, L)) return status::invalid_spec;
   const topk_workspace W = make_topk_workspace(d, L);
-  const status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
+  const uint64_t total = L.total + (d.sample_keyed ? align16(8 * in.shp.rows) : 0);
+  const status bad = check_encode_buffers(in, L.n, payload, capacity, total);
   if (!ok(bad)) return bad;
+  if (d.sample_keyed && ids == nullptr && in.shp.rows > 0) return status::invalid_argument;
   if (ws_size < workspace_request(W.total)) return status::workspace_too_small;
   if (ws == nullptr) return status::invalid_argument;
-  if (overlaps(ws, ws_size, payload, L.total) || overlaps(ws, ws_size, in.data, L.n * dtype_bytes(in.type)))
+  if (overlaps(ws, ws_size, payload, total) || overlaps(ws, ws_size, in.data, L.n * dtype_bytes(in.type)))
     return status::aliasing;
 
   uint8_t* p = static_cast<uint8_t*>(payload);
   write_payload_header(p, d.codec, in, L.total, [&](uint8_t* params) { write_topk_params(params, d); });
   memset(p + header_bytes, 0, L.total - header_bytes);  // padding and bitmap start at zero
+  if (d.sample_keyed) (void)append_sample_ids(p, total, ids, nullptr);  // fits: checked above
 
   uint8_t* wsb = align16_ptr(ws);
   uint32_t* cand = reinterpret_cast<uint32_t*>(wsb + W.cand_offset);
@@ -78,7 +83,7 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const topk
   const float scale = d.unbiased ? unbiased_scale(L) : 1.0F;
   const status st = dispatch_dtype(in.type, [&](auto tc) {
     constexpr dtype T = decltype(tc)::value;
-    for_each_selected<T>(d, L, in.data, mask, cand, select_cand_cap(L.unit_len),
+    for_each_selected<T>(d, L, in.data, d.sample_keyed ? p + L.total : nullptr, mask, cand, select_cand_cap(L.unit_len),
                          [&](uint64_t u, uint64_t j, uint64_t i) {
       const uint64_t e = u * L.k + j;
       switch (d.index) {
@@ -119,17 +124,17 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const topk
     });
     if (!ok(qs)) return qs;
   }
-  if (written) *written = size_t(L.total);
+  if (written) *written = size_t(total);
   return status::success;
 }
 
 inline status encode_topk(const spec& s, const_tensor_view in, void* payload, size_t capacity,
-                          void* ws, size_t ws_size, uint64_t seed, size_t* written) {
+                          void* ws, size_t ws_size, const randomness& rnd, size_t* written) {
   topk_desc d;
-  const status st = resolve_topk(s, in.shp, seed, d);
+  const status st = resolve_topk(s, in.shp, rnd.seed, d);
   if (!ok(st)) return st;
   if (d.shared_mask) return status::invalid_argument;  // needs its mask: encode_shared
-  return encode_sparse(d, in, nullptr, payload, capacity, ws, ws_size, written);
+  return encode_sparse(d, in, rnd.sample_ids, nullptr, payload, capacity, ws, ws_size, written);
 }
 
 // A TopK payload whose positions a shared-mask payload may use: parsed and validated.
@@ -159,7 +164,7 @@ inline status encode_shared(const spec& s, const_tensor_view in, const void* mas
   if (!ok(st = parse_mask(mask, mask_len, mp))) return st;
   if (!ok(st = check_pairing(d, in.shp, mp))) return st;
   if (overlaps(mask, mask_len, payload, capacity)) return status::aliasing;
-  return encode_sparse(d, in, &mp, payload, capacity, ws, ws_size, written);
+  return encode_sparse(d, in, nullptr, &mp, payload, capacity, ws, ws_size, written);
 }
 
 // Writes a validated payload into out (dense: zeros elsewhere; or accumulated at the kept
@@ -185,7 +190,8 @@ inline status scatter(const topk_payload& tp, const topk_payload* mask, tensor_v
       if (mask != nullptr || has_index_section(tp.desc))
         for_each_position(mask ? *mask : tp, put);
       else  // RandK: the decoder re-derives the positions from the seed
-        for_each_selected<dtype::f32>(tp.desc, L, nullptr, nullptr, cand, cap, put);
+        for_each_selected<dtype::f32>(tp.desc, L, nullptr, sample_ids_section(tp.bytes, tp.hdr), nullptr, cand, cap,
+                                      put);
       return status::success;
     });
   });

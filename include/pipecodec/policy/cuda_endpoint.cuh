@@ -93,6 +93,7 @@ class endpoint_base : public pipecodec::detail::endpoint_core {
     // Stateless and plain calls: the codec's workspace, or a plain decode's status area.
     const size_t ws = std::max({workspace_bytes(dp_.codec, m), workspace_bytes(plain_, m), size_t(16)});
     if (ok(st)) st = ws_.allocate(ws, o.device);
+    if (ok(st) && sender && keyed_by_sample(dp_.codec)) st = ids_.init(m.rows, o.pinned);
     lowrank_q_.reset();
     if (ok(st) && codec_state_bytes(sender) > 0) {
       st = lowrank_q_.allocate(codec_state_bytes(sender), o.device);
@@ -103,6 +104,7 @@ class endpoint_base : public pipecodec::detail::endpoint_core {
 
   owned_bytes ws_;  // device workspace of stateless and plain calls
   owned_bytes lowrank_q_;  // lowrank's warm Q on the sender, for codec calls
+  pinned_ids ids_;         // rng=sample codecs: the step's sample ids where kernels read them
   ef_state ef_;
   ef_sample_state efs_;
   ef21_state ef21_;
@@ -139,13 +141,19 @@ class sender_endpoint : public detail::endpoint_base {
   status run(const_tensor_view in, const step_info& at, payload_ref mask, void* payload, size_t cap,
              cudaStream_t stream, size_t& len) {
     const action a = sender_action_for(at);
+    const auto keyed = [&](auto&& call) {  // call(randomness) with the step's ids readable by kernels
+      return ids_.run(at.sample_ids, in.shp.rows, stream,
+                      [&](const uint64_t* ids) { return call(randomness(seed(at), ids)); });
+    };
     switch (a) {
       case action::codec: {
         const tensor_view q = codec_state(lowrank_q_.data(), at);
         if (q.data != nullptr)
           return pipecodec::cuda::lowrank_encode(dp_.codec, in, q, payload, cap, ws_.data(), ws_.size(), seed(at),
                                                  stream, &len);
-        return pipecodec::cuda::encode(dp_.codec, in, payload, cap, ws_.data(), ws_.size(), seed(at), stream, &len);
+        return keyed([&](randomness r) {
+          return pipecodec::cuda::encode(dp_.codec, in, payload, cap, ws_.data(), ws_.size(), r, stream, &len);
+        });
       }
       case action::codec_mask:
         if (mask.data == nullptr) return status::invalid_argument;
@@ -157,9 +165,9 @@ class sender_endpoint : public detail::endpoint_base {
       case action::ef_sample:
         return efs_.encode(at.sample_ids, in, payload, cap, seed(at), stream, &len);
       case action::ef:
-        return ef_.encode(in, payload, cap, seed(at), stream, &len);
+        return keyed([&](randomness r) { return ef_.encode(in, payload, cap, r, stream, &len); });
       case action::ef21:
-        return ef21_.encode(in, payload, cap, seed(at), stream, &len);
+        return keyed([&](randomness r) { return ef21_.encode(in, payload, cap, r, stream, &len); });
       case action::plain:
       case action::plain_ef21:
         break;

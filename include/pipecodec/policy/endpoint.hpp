@@ -12,7 +12,7 @@
 // Per call the mode follows mode_for(schedule, step) (policy.hpp): warm-up steps travel
 // plain (EF21 sets g = x on both sides, AQ-SGD stores every row as m, EF leaves its residual
 // alone); training steps use the codec with the state scheme (AQ-SGD and EF with
-// scope=sample need step_info::sample_ids); at inference the codec is applied on its own
+// scope=sample need step_info::sample_ids, as do codecs with rng=sample); at inference the codec is applied on its own
 // (or the tensor travels plain) and no state is read or written.
 //
 // Shared mask (`bwd=topk:...,mask=shared`, as GPT-2 in the source paper): the gradient's
@@ -142,7 +142,7 @@ class sender_endpoint : public detail::endpoint_base {
     switch (a) {
       case action::codec:
         return host::detail::encode_warm(dp_.codec, in, codec_state(lowrank_q_.data(), at), payload, cap, ws_.data(),
-                                         ws_.size(), seed(at), &len);
+                                         ws_.size(), draws(at), &len);
       case action::codec_mask:
         if (mask.data == nullptr) return status::invalid_argument;
         return host::encode_shared(dp_.codec, in, mask.data, mask.size, payload, cap, ws_.data(), ws_.size(),
@@ -153,9 +153,9 @@ class sender_endpoint : public detail::endpoint_base {
       case action::ef_sample:
         return efs_.encode(at.sample_ids, in, payload, cap, seed(at), &len);
       case action::ef:
-        return ef_.encode(in, payload, cap, seed(at), &len);
+        return ef_.encode(in, payload, cap, draws(at), &len);
       case action::ef21:
-        return ef21_.encode(in, payload, cap, seed(at), &len);
+        return ef21_.encode(in, payload, cap, draws(at), &len);
       case action::plain:
       case action::plain_ef21:
         break;

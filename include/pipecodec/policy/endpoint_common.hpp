@@ -137,6 +137,8 @@ class endpoint_core {
     return status::success;
   }
   uint64_t seed(const step_info& at) const { return at.seed ^ salt_; }
+  // A codec call's randomness: the step's seed and its sample ids (codecs with rng=sample).
+  randomness draws(const step_info& at) const { return randomness(seed(at), at.sample_ids); }
   // lowrank's warm Q, which a sender without a state scheme keeps for its codec calls (EF keeps
   // its own; the other schemes call the codec only at inference): its bytes (0 otherwise), and
   // its view for a training step (an empty view at inference, which touches no state).

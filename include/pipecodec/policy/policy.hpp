@@ -104,7 +104,8 @@ struct step_info {
   uint64_t step = 0;                   // training step, counted from 0
   uint64_t epoch = 0;                  // training epoch, counted from 0
   bool training = true;                // false: inference, no state is read or written
-  const uint64_t* sample_ids = nullptr;  // one per row; needed by aqsgd during training
+  const uint64_t* sample_ids = nullptr;  // one per row (host memory); needed by aqsgd and EF with
+                                         // scope=sample during training, and by codecs with rng=sample
   uint64_t seed = 0;                   // stochastic rounding / randk seed for this call
 };
 

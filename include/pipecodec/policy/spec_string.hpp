@@ -6,15 +6,20 @@
 //          scale_dtype=fp32|fp16 (fp32)  rotate=none|hadamard (none)
 //          rotate_block=32|64|..|4096 (128; with rotate=hadamard only)
 //          outliers=0..16 (0; largest-magnitude values per group sent exactly; not with rotate)
+//          rng=position|sample (position; sample: stochastic rounding keyed by sample id and
+//          column, round=stochastic and groups inside a row only)
 //   plain: dtype=fp32|fp16|bf16 (fp32)
 //   topk:  ratio=R (0.1) | k=N   scope=tensor|row (tensor)   index=auto|u32|u16|bitmap (auto)
 //          values=fp32|fp16|bf16|quant (fp32), with values=quant the quant keys above apply
 //          to the values; mask=shared (values at the positions of a paired payload)
-//   randk: as topk (no index, no mask) plus seed=N (0) and unbiased=0|1 (0)
+//   randk: as topk (no index, no mask) plus seed=N (0) and unbiased=0|1 (0);
+//          rng=position|sample (position; sample: positions keyed by sample id, scope=row and
+//          values fp32/fp16/bf16 only)
 //   fp8:   format=e4m3|e5m2 (e4m3)  group=N|row|tensor (128)  scale_dtype=fp32|fp16 (fp32)
-//          round=nearest|stochastic (nearest)
+//          round=nearest|stochastic (nearest)  rng=position|sample (as quant)
 //   mx:    format=fp8_e4m3|fp8_e5m2|fp6_e3m2|fp6_e2m3|fp4_e2m1|int8 (fp8_e4m3)
 //          round=nearest|stochastic (nearest); blocks of 32 along each row, E8M0 scales
+//          rng=position|sample (as quant)
 //   lowrank: rank=1..32 (4); factors of the rows x cols matrix after one power iteration
 // Unknown codecs, unknown keys and bad values are errors whose message names the token.
 #pragma once
@@ -82,6 +87,14 @@ inline int apply_round_key(std::string_view k, std::string_view v, rounding& r) 
   return 1;
 }
 
+inline int apply_rng_key(std::string_view k, std::string_view v, rng_key& r) {
+  if (k != "rng") return 0;
+  if (v == "position") r = rng_key::position;
+  else if (v == "sample") r = rng_key::sample;
+  else return -1;
+  return 1;
+}
+
 inline int apply_scale_dtype_key(std::string_view k, std::string_view v, dtype& d) {
   if (k != "scale_dtype") return 0;
   dtype t;
@@ -115,6 +128,7 @@ inline int apply_quant_key(std::string_view k, std::string_view v, quant_params&
   } else {
     if (const int r = apply_group_key(k, v, q.group, q.group_size); r != 0) return r;
     if (const int r = apply_round_key(k, v, q.round); r != 0) return r;
+    if (const int r = apply_rng_key(k, v, q.rng); r != 0) return r;
     return apply_scale_dtype_key(k, v, q.scale_dtype);
   }
   return 1;
@@ -151,6 +165,8 @@ inline int apply_sparse_key(std::string_view k, std::string_view v, topk_params&
   } else if (randk && k == "unbiased") {
     if (v != "0" && v != "1") return -1;
     t.unbiased = v == "1";
+  } else if (k == "rng") {
+    return randk ? apply_rng_key(k, v, t.rng) : 0;  // TopK draws nothing per element
   } else if (k == "rotate" || k == "rotate_block" || k == "outliers") {
     return 0;  // kept values are scattered, not rows, and already the largest ones
   } else {
@@ -187,9 +203,33 @@ inline int apply_float_key(std::string_view k, std::string_view v, float_params&
     }
     return 1;
   }
-  if (const int r = apply_round_key(k, v, f.round); r != 0 || mx) return r;
+  if (const int r = apply_round_key(k, v, f.round); r != 0) return r;
+  if (const int r = apply_rng_key(k, v, f.rng); r != 0 || mx) return r;
   if (const int r = apply_group_key(k, v, f.group, f.group_size); r != 0) return r;
   return apply_scale_dtype_key(k, v, f.scale_dtype);
+}
+
+// Why the spec's rng key does not apply to it (nullptr when it does or is not set).
+inline const char* rng_conflict(const spec& s) {
+  auto rounding_conflict = [](rounding r, rng_key k, group_kind g) -> const char* {
+    if (k == rng_key::position) return nullptr;
+    if (r != rounding::stochastic) return "key 'rng=sample' needs round=stochastic (nearest rounding draws nothing)";
+    if (g == group_kind::tensor) return "key 'rng=sample' does not go with group=tensor (one scale mixes every sample)";
+    return nullptr;
+  };
+  switch (s.codec) {
+    case codec_id::quant: return rounding_conflict(s.quant.round, s.quant.rng, s.quant.group);
+    case codec_id::fp8: return rounding_conflict(s.flt.round, s.flt.rng, s.flt.group);
+    case codec_id::mx: return rounding_conflict(s.flt.round, s.flt.rng, group_kind::row);
+    case codec_id::topk:
+    case codec_id::randk:
+      if (s.topk.rng == rng_key::sample && s.topk.scope != topk_scope::row)
+        return "key 'rng=sample' needs scope=row (a tensor-wide selection mixes every sample)";
+      if (s.topk.rng == rng_key::sample && s.topk.values == value_kind::quant)
+        return "key 'rng=sample' does not go with values=quant (kept values are quantized across rows)";
+      return nullptr;
+    default: return nullptr;
+  }
 }
 
 inline status spec_error(std::string* error, std::string msg) {
@@ -261,6 +301,7 @@ inline status parse_spec(std::string_view text, spec& out, std::string* error = 
       return detail::spec_error(error, "key 'outliers' does not go with rotate=hadamard (rotation spreads outliers "
                                        "over the block already)");
   }
+  if (const char* why = detail::rng_conflict(s)) return detail::spec_error(error, why);
   out = s;
   return status::success;
 }
@@ -282,13 +323,15 @@ inline std::string group_text(group_kind kind, uint32_t size) {
 
 inline const char* rounding_text(rounding r) { return r == rounding::nearest ? "nearest" : "stochastic"; }
 
+inline const char* rng_text(rng_key k) { return k == rng_key::sample ? ",rng=sample" : ""; }
+
 inline std::string quant_keys(const quant_params& q) {
   return "bits=" + std::to_string(q.bits) + ",group=" + group_text(q.group, q.group_size) +
          ",scale=" + (q.scale == scale_mode::minmax ? "minmax" : "absmax") +
          ",round=" + rounding_text(q.round) +
          ",scale_dtype=" + to_string(q.scale_dtype) +
          (q.rotate == rotation::hadamard ? ",rotate=hadamard,rotate_block=" + std::to_string(1u << q.rotate_log2) : "") +
-         (q.outliers != 0 ? ",outliers=" + std::to_string(q.outliers) : "");
+         (q.outliers != 0 ? ",outliers=" + std::to_string(q.outliers) : "") + rng_text(q.rng);
 }
 }  // namespace detail
 
@@ -309,7 +352,7 @@ inline std::string to_string(const spec& s) {
         r += std::string(",index=") + idx[uint8_t(t.index) & 3u];
         if (t.shared_mask) r += ",mask=shared";
       } else {
-        r += ",seed=" + std::to_string(t.seed) + ",unbiased=" + (t.unbiased ? "1" : "0");
+        r += ",seed=" + std::to_string(t.seed) + ",unbiased=" + (t.unbiased ? "1" : "0") + detail::rng_text(t.rng);
       }
       if (t.values == value_kind::quant) r += ",values=quant," + detail::quant_keys(t.vquant);
       else r += std::string(",values=") + to_string(dtype(uint8_t(t.values)));
@@ -319,11 +362,11 @@ inline std::string to_string(const spec& s) {
       const float_params& f = s.flt;
       return std::string("fp8:format=") + (f.format == elem_format::e5m2 ? "e5m2" : "e4m3") +
              ",group=" + detail::group_text(f.group, f.group_size) + ",scale_dtype=" + to_string(f.scale_dtype) +
-             ",round=" + detail::rounding_text(f.round);
+             ",round=" + detail::rounding_text(f.round) + detail::rng_text(f.rng);
     }
     case codec_id::mx:
       return std::string("mx:format=") + detail::mx_format_name(s.flt.format) +
-             ",round=" + detail::rounding_text(s.flt.round);
+             ",round=" + detail::rounding_text(s.flt.round) + detail::rng_text(s.flt.rng);
     case codec_id::lowrank: return "lowrank:rank=" + std::to_string(s.lowrank.rank);
   }
   return "unknown";

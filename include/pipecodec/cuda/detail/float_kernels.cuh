@@ -58,12 +58,20 @@ __global__ void __launch_bounds__(Threads)
 
 template <dtype In>
 __global__ void __launch_bounds__(block_threads)
-    float_encode_kernel(const void* x, codec_id c, float_params f, float_layout L, uint64_t seed,
+    float_encode_kernel(const void* x, codec_id c, float_params f, float_layout L, randomness rnd, uint64_t cols,
                         const float_scale* scales, uint8_t* payload) {
   uint8_t* codes = payload + L.codes_offset;
   for (uint64_t u = global_thread(); u < L.units; u += thread_count()) {
     uint32_t code[4] = {0, 0, 0, 0};
-    const philox_out r = f.round == rounding::stochastic ? random_block(seed, stream_rounding, u) : philox_out{};
+    philox_out r{};
+    if (f.round == rounding::stochastic) {
+      if (f.rng == rng_key::position || cols % 4 == 0) {  // the unit's 4 words are one Philox block
+        const draw d = rounding_draw(rnd, f.rng, cols, 4 * u);
+        r = random_block(d.key, d.stream, d.first >> 2);
+      } else {  // rng=sample over rows of any length: the unit may span two rows
+        for (uint32_t j = 0; j < 4 && 4 * u + j < L.n; ++j) r.v[j] = draw_word(rounding_draw(rnd, f.rng, cols, 4 * u + j), 0);
+      }
+    }
     for (uint32_t j = 0; j < 4; ++j) {
       const uint64_t i = 4 * u + j;
       if (i < L.n) code[j] = encode_value(load<In>(x, i), scales[L.group_of(i)], c, f, r.v[j]);

@@ -32,7 +32,7 @@ struct tensor_source {
 
 template <uint32_t Bits, rounding R, class Src, class Sink>
 __global__ void __launch_bounds__(block_threads)
-    quant_encode_resident_kernel(Src src, Sink sink, quant_params q, quant_layout L, header h, uint64_t seed,
+    quant_encode_resident_kernel(Src src, Sink sink, quant_params q, quant_layout L, header h, randomness rnd,
                                  uint8_t* payload, bool with_header) {
   if (with_header && blockIdx.x == 0 && threadIdx.x == 0) write_quant_header(payload, h, L);
   const uint32_t lane = lane_id();
@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(block_threads)
         v[b][k] = e < len ? src(begin + e) : 0.0F;
       }
     }
-    warp_encode_groups<Bits, R>(v, count, q, L, g0, seed, payload, sink);
+    warp_encode_groups<Bits, R>(v, count, q, L, g0, rnd, payload, sink);
   }
 }
 
@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(Threads)
 
 template <uint32_t Bits, rounding R, class Src, class Sink>
 __global__ void __launch_bounds__(block_threads)
-    quant_tile_encode_kernel(Src src, Sink sink, quant_params q, quant_layout L, quant_workspace W, uint64_t seed,
+    quant_tile_encode_kernel(Src src, Sink sink, quant_params q, quant_layout L, quant_workspace W, randomness rnd,
                              uint8_t* payload, const uint8_t* ws) {
   const group_params* params = reinterpret_cast<const group_params*>(ws + W.params_offset);
   const quant_consts c = consts_for(Bits, q.scale);
@@ -182,6 +182,8 @@ __global__ void __launch_bounds__(block_threads)
     const uint64_t chunks = ceil_div(len, 32);
     const uint64_t k1 = tp.k0 + quant_tile_chunks < chunks ? tp.k0 + quant_tile_chunks : chunks;
     uint8_t* dst = payload + L.codes_offset + L.group_chunk(tp.g) * Bits * 4;
+    draw d{};
+    if constexpr (R == rounding::stochastic) d = rounding_draw(rnd, q.rng, L.cols, begin);
     for (uint64_t k = tp.k0; k < k1; k += 4) {
       float v[4];
 #pragma unroll
@@ -190,7 +192,7 @@ __global__ void __launch_bounds__(block_threads)
         v[i] = k + i < k1 && e < len ? src(begin + e) : 0.0F;
       }
       warp_rng rng{};
-      if constexpr (R == rounding::stochastic) rng = warp_rng_init(seed, begin + k * 32);
+      if constexpr (R == rounding::stochastic) rng = warp_rng_init(d, k * 32);
 #pragma unroll
       for (uint32_t i = 0; i < 4; ++i) {
         if (k + i >= k1) break;  // warp-uniform

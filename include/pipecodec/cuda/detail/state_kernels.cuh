@@ -113,17 +113,19 @@ struct convert_op {
 // this narrower switch so a translation unit using them instantiates the quantization kernels
 // for fp32 input only, not for every input dtype as cuda::encode does.
 inline status encode_f32(const spec& s, const float* in, const shape& shp, void* payload, size_t capacity,
-                         void* workspace, size_t workspace_size, uint64_t seed, cudaStream_t stream,
+                         void* workspace, size_t workspace_size, const randomness& rnd, cudaStream_t stream,
                          size_t* written, tensor_view lowrank_q = {}) {
+  const uint64_t seed = rnd.seed;
   const const_tensor_view v(in, dtype::f32, shp);
   switch (s.codec) {
     case codec_id::quant: {
       quant_plan P;
       status st = plan_quant(s.quant, shp, in, payload, capacity, workspace, workspace_size, P);
       if (ok(st) && host::detail::overlaps(in, P.L.n * 4, payload, P.L.total)) st = status::aliasing;
+      if (ok(st)) st = check_sample_keyed(s.quant.rng, rnd, shp, P.L.group_len);
       if (ok(st))
         st = launch_quant(tensor_source<dtype::f32>{in}, no_sink{}, s.quant, P, dtype::f32, shp, payload, workspace,
-                          seed, stream);
+                          rnd, stream);
       if (ok(st) && written) *written = size_t(P.L.total);
       return st;
     }
@@ -131,10 +133,10 @@ inline status encode_f32(const spec& s, const float* in, const shape& shp, void*
       return encode_plain(s.plain, v, payload, capacity, workspace, workspace_size, stream, written);
     case codec_id::topk:
     case codec_id::randk:
-      return encode_topk(s, v, payload, capacity, workspace, workspace_size, seed, stream, written);
+      return encode_topk(s, v, payload, capacity, workspace, workspace_size, rnd, stream, written);
     case codec_id::fp8:
     case codec_id::mx:
-      return encode_float(s.codec, s.flt, v, payload, capacity, workspace, workspace_size, seed, stream, written);
+      return encode_float(s.codec, s.flt, v, payload, capacity, workspace, workspace_size, rnd, stream, written);
     case codec_id::lowrank:
       if (lowrank_q.data != nullptr)
         return lowrank_encode(s, v, lowrank_q, payload, capacity, workspace, workspace_size, seed, stream, written);

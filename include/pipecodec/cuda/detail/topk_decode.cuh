@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(topk_threads)
   if (grid_reselect && grid_select_units(L)) return;  // RandK on the whole grid
   const uint64_t m = L.unit_len;
   for (uint64_t u = blockIdx.x; u < L.units; u += gridDim.x) {  // RandK
-    const device_randk_keys key{tp.desc.seed, u * m};
+    const device_randk_keys key{tp.desc, sample_ids_section(tp.bytes, tp.hdr), u, m};
     block_radix_select(key, m, L.k, cand + u * (m / 4), m / 4, s);
     const topk_threshold t = s.t;
     block_compact(key, m, t, s, [&](uint64_t j, uint64_t i) { put(u, j, i); });
@@ -137,11 +137,11 @@ __global__ void __launch_bounds__(topk_threads)
   }
 }
 
-// RandK keys of a decode's re-selection: the seed is the payload's, copied into the state.
+// RandK keys of a decode's re-selection: the unit's draws, which the init kernel read from
+// the payload into the state.
 struct state_randk_keys {
   const topk_grid_state* g;
-  uint64_t base;
-  __device__ uint32_t operator()(uint64_t i) const { return randk_key(g->seed, base + i); }
+  __device__ uint32_t operator()(uint64_t i) const { return randk_key(draw{g->key, g->stream, g->first}, i); }
 };
 
 // One block, before the grid select of unit u of a decode: the selection runs (k and seed
@@ -151,7 +151,7 @@ struct state_randk_keys {
 template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads)
     topk_grid_randk_init_kernel(const uint8_t* payload, uint64_t len, const status* code, topk_grid_state* g,
-                                ulonglong2* counts, uint64_t units, uint64_t m) {
+                                ulonglong2* counts, uint64_t units, uint64_t m, uint64_t u) {
   PIPECODEC_SHARED(topk_payload, tp);
   PIPECODEC_SHARED(int, reselect);
   if (threadIdx.x == 0) {
@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(Threads)
   }
   __syncthreads();
   if (reselect) {
-    grid_state_init(g, counts, m, tp.layout.k, tp.desc.seed);
+    grid_state_init(g, counts, m, tp.layout.k, randk_draw(tp.desc, sample_ids_section(payload, tp.hdr), u, m));
   } else if (threadIdx.x == 0) {
     g->done = 1;
     g->skip = 1;
@@ -181,7 +181,8 @@ __global__ void __launch_bounds__(topk_threads)
   const topk_layout& L = tp.layout;
   const uint64_t m = L.unit_len;
   const topk_threshold t = g->t;
-  grid_compact_chunks(device_randk_keys{tp.desc.seed, u * m}, m, t, offsets, s, [&](uint64_t j, uint64_t i) {
+  grid_compact_chunks(device_randk_keys{tp.desc, sample_ids_section(payload, tp.hdr), u, m}, m, t, offsets, s,
+                      [&](uint64_t j, uint64_t i) {
     put_kept<Out, Accumulate>(tp, out, u * m + i, u * L.k + j);
   });
 }

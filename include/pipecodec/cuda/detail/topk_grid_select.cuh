@@ -37,7 +37,8 @@ struct topk_grid_state {
   unsigned long long hist[topk_radix_buckets];
   topk_threshold t;
   unsigned long long remaining, matching, ncand;
-  unsigned long long seed;  // RandK keys of a decode's re-selection (the payload's seed)
+  unsigned long long key, first;  // RandK draws of a decode's re-selection (from the payload)
+  unsigned stream;
   int buffered, collect, done;
   int skip;  // a decode whose payload needs no re-selection: its grid kernels return at once
 };
@@ -91,7 +92,7 @@ PIPECODEC_HD topk_grid_buffer grid_buffer(uint32_t* words, uint64_t m) {
 
 // All threads of one block: the pass control for a unit of m keys, k kept, and zero chunk
 // counts (the collecting pass adds to them).
-__device__ inline void grid_state_init(topk_grid_state* g, ulonglong2* counts, uint64_t m, uint64_t k, uint64_t seed) {
+__device__ inline void grid_state_init(topk_grid_state* g, ulonglong2* counts, uint64_t m, uint64_t k, draw d = {}) {
   for (uint32_t b = threadIdx.x; b < topk_radix_buckets; b += blockDim.x) g->hist[b] = 0;
   for (uint64_t c = threadIdx.x; c < topk_grid_chunks; c += blockDim.x) counts[c] = make_ulonglong2(0, 0);
   if (threadIdx.x == 0) {
@@ -99,7 +100,9 @@ __device__ inline void grid_state_init(topk_grid_state* g, ulonglong2* counts, u
     g->remaining = k;
     g->matching = m;
     g->ncand = 0;
-    g->seed = seed;
+    g->key = d.key;
+    g->first = d.first;
+    g->stream = d.stream;
     g->buffered = 0;
     g->collect = 0;
     g->done = k == 0 || k >= m;  // keep nothing, or everything (mask 0)
@@ -111,7 +114,7 @@ __device__ inline void grid_state_init(topk_grid_state* g, ulonglong2* counts, u
 template <uint32_t Threads>
 __global__ void __launch_bounds__(Threads)
     topk_grid_init_kernel(topk_grid_state* g, ulonglong2* counts, uint64_t m, uint64_t k) {
-  grid_state_init(g, counts, m, k, 0);
+  grid_state_init(g, counts, m, k);
 }
 
 // One histogram pass over the keys matching the prefix (or over the buffered candidates).

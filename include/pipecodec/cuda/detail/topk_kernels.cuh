@@ -28,9 +28,13 @@ struct device_magnitude_keys {
   __device__ uint32_t operator()(uint64_t i) const { return magnitude_key(load<T>(x, base + i)); }
 };
 
+// RandK keys of unit u: `ids` is the payload's sample-id section (read for rng=sample only,
+// on the device, so the host can build this before the section is written).
 struct device_randk_keys {
-  uint64_t seed, base;
-  __device__ uint32_t operator()(uint64_t i) const { return randk_key(seed, base + i); }
+  topk_desc d;
+  const uint8_t* ids;
+  uint64_t u, m;
+  __device__ uint32_t operator()(uint64_t i) const { return randk_key(randk_draw(d, ids, u, m), i); }
 };
 
 // Everything a unit's block needs, by value.
@@ -45,6 +49,7 @@ struct topk_encode_args {
   uint32_t* cand;     // candidate region of the workspace
   float* gathered;    // kept values (fp32) when they are quantized afterwards
   float scale;        // unbiased RandK factor, else 1
+  const uint8_t* ids; // rng=sample RandK: the payload's sample-id section
 };
 
 // A 2- or 4-byte element at p (element e of a section), whatever p's alignment.
@@ -100,7 +105,7 @@ __global__ void __launch_bounds__(topk_threads) topk_encode_kernel(topk_encode_a
       block_compact(key, m, t, s, [&](uint64_t j, uint64_t i) { emit_kept<T>(a, u, j, i); });
     };
     if constexpr (RandK)
-      run(device_randk_keys{a.d.seed, u * m});
+      run(device_randk_keys{a.d, a.ids, u, m});
     else
       run(device_magnitude_keys<T>{a.in, u * m});
     __syncthreads();

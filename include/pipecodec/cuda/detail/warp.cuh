@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "../../core/philox.hpp"
+#include "../../core/draw.hpp"
 #include "../../core/quant_math.hpp"
 #include "../../core/format.hpp"
 
@@ -102,24 +102,25 @@ __device__ __forceinline__ uint32_t lane_code(const uint32_t (&w)[Bits]) {
   return code;
 }
 
-// Rounding-stream words of up to 128 consecutive elements e0 .., spread over the warp:
-// lane l holds Philox block (e0 >> 2) + l and, when e0 is not a multiple of 4 (the run then
-// touches a 33rd block), block (e0 >> 2) + 32 + l. One Philox per lane serves four chunks.
+// Words w0 .. w0 + 127 of a run's draws (w0 = d.first + i0: elements i0 .. of the run),
+// spread over the warp: lane l holds Philox block (w0 >> 2) + l and, when w0 is not a
+// multiple of 4 (the words then touch a 33rd block), block (w0 >> 2) + 32 + l. One Philox
+// per lane serves four chunks.
 struct warp_rng {
-  uint64_t e0;
+  uint64_t w0;
   uint32_t a[4];
   uint32_t b[4];
 };
 
-__device__ __forceinline__ warp_rng warp_rng_init(uint64_t seed, uint64_t e0) {
+__device__ __forceinline__ warp_rng warp_rng_init(const draw& d, uint64_t i0) {
   warp_rng r;
-  r.e0 = e0;
-  const uint64_t block = (e0 >> 2) + lane_id();
-  const philox_out p = random_block(seed, stream_rounding, block);
+  r.w0 = d.first + i0;
+  const uint64_t block = (r.w0 >> 2) + lane_id();
+  const philox_out p = random_block(d.key, d.stream, block);
 #pragma unroll
   for (int k = 0; k < 4; ++k) r.a[k] = p.v[k];
-  if ((e0 & 3u) != 0) {
-    const philox_out q = random_block(seed, stream_rounding, block + 32);
+  if ((r.w0 & 3u) != 0) {
+    const philox_out q = random_block(d.key, d.stream, block + 32);
 #pragma unroll
     for (int k = 0; k < 4; ++k) r.b[k] = q.v[k];
   } else {
@@ -133,16 +134,16 @@ __device__ __forceinline__ uint32_t select4(const uint32_t (&w)[4], uint32_t k) 
   return k == 0 ? w[0] : k == 1 ? w[1] : k == 2 ? w[2] : w[3];
 }
 
-// The uniform of element e0 + i + lane (i = 0, 32, 64 or 96): exactly the value the host
+// The uniform of word w0 + i + lane (i = 0, 32, 64 or 96): exactly the value the host
 // backend's uniforms32 gives that element.
 __device__ __forceinline__ float warp_rng_uniform(const warp_rng& r, uint32_t i) {
-  const uint32_t rel = uint32_t(r.e0 & 3u) + i + lane_id();  // offset from 4 * (e0 >> 2)
+  const uint32_t rel = uint32_t(r.w0 & 3u) + i + lane_id();  // offset from 4 * (w0 >> 2)
   const uint32_t src = (rel >> 2) & 31u, k = rel & 3u;
   uint32_t w[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) w[j] = __shfl_sync(full_warp, r.a[j], src);
   uint32_t v = select4(w, k);
-  if ((r.e0 & 3u) != 0) {  // warp-uniform
+  if ((r.w0 & 3u) != 0) {  // warp-uniform
     uint32_t x[4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) x[j] = __shfl_sync(full_warp, r.b[j], src);
