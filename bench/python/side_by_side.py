@@ -13,6 +13,8 @@ Compared, with preallocated outputs wherever the API takes one:
   - a randomized Hadamard rotation (blocks of 128: signs, matmul) and 2-bit min-max codes per
     128 values in torch (QuaRot / TAH-Quant style) vs pipecodec
     quant:bits=2,group=128,rotate=hadamard;
+  - torch's float8 casts (torch >= 2.1; skipped on older torch) with one fp32 absmax scale per
+    128 values vs pipecodec fp8:format=e4m3|e5m2,group=128;
   - torch.topk of |x| + gather (int64 indices, or narrowed to int32 for the wire) and
     zeros + scatter_ vs pipecodec topk:ratio=0.1, tensor and row scope;
   - the binding's cost per call on 64 elements: pc.encode / pc.decode against the raw
@@ -172,6 +174,29 @@ def torch_hadamard2(x):
     return encode, decode, y, packed.numel() + 8 * groups
 
 
+def torch_fp8(dtype, fmax):
+    """torch's float8 cast with one fp32 scale per 128 values: absmax / the format's largest
+    finite value, so the scaled values stay in range (torch's cast does not saturate: beyond it
+    gives NaN or Inf); decode casts back and multiplies."""
+    def build(x):
+        groups = x.numel() // 128
+        xv = x.view(groups, 128)
+        scale = torch.empty(groups, 1)
+        codes = torch.empty(groups, 128, dtype=dtype)
+        y = torch.empty_like(x)
+
+        def encode():
+            torch.amax(xv.abs(), dim=1, keepdim=True, out=scale)
+            scale.div_(fmax).clamp_(min=TINY)
+            codes.copy_(xv / scale)
+
+        def decode():
+            torch.mul(codes.to(torch.float32), scale, out=y.view(groups, 128))
+
+        return encode, decode, y, codes.numel() + 4 * groups
+    return build
+
+
 def pipecodec_case(spec):
     def build(x):
         buf = torch.empty(pc.encoded_bytes(spec, x.shape), dtype=torch.uint8)
@@ -199,6 +224,14 @@ CASES = [  # (comparison, method, builder)
     ("2-bit, Hadamard 128, min-max 128", "torch signs + matmul + quantize", torch_hadamard2),
     ("2-bit, Hadamard 128, min-max 128", "pipecodec quant:bits=2,group=128,rotate=hadamard",
      pipecodec_case("quant:bits=2,group=128,rotate=hadamard")),
+] + ([  # torch 2.1 and later
+    ("fp8 e4m3, scale per 128", "torch float8_e4m3fn cast", torch_fp8(getattr(torch, "float8_e4m3fn", None), 448.0)),
+    ("fp8 e4m3, scale per 128", "pipecodec fp8:format=e4m3,group=128",
+     pipecodec_case("fp8:format=e4m3,group=128")),
+    ("fp8 e5m2, scale per 128", "torch float8_e5m2 cast", torch_fp8(getattr(torch, "float8_e5m2", None), 57344.0)),
+    ("fp8 e5m2, scale per 128", "pipecodec fp8:format=e5m2,group=128",
+     pipecodec_case("fp8:format=e5m2,group=128")),
+] if hasattr(torch, "float8_e4m3fn") else []) + [
     ("TopK 10 %, tensor", "torch topk+gather, int64 idx", lambda x: torch_topk(x, "tensor", torch.int64)),
     ("TopK 10 %, tensor", "torch topk+gather, int32 idx", lambda x: torch_topk(x, "tensor", torch.int32)),
     ("TopK 10 %, tensor", "pipecodec topk:ratio=0.1", pipecodec_case("topk:ratio=0.1")),

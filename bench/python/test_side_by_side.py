@@ -20,4 +20,7 @@ def test_quick_run_prints_the_tables(tmp_path):
     assert "| call (64 fp32 elements) | us per call |" in r.stdout
     # every compressor appears once per quick shape, and --out holds what stdout printed
     assert r.stdout.count("| pipecodec topk:ratio=0.1,scope=row |") == 2
+    # torch's float8 casts where torch has them (2.1 and later)
+    import torch
+    assert r.stdout.count("| pipecodec fp8:format=e4m3,group=128 |") == (2 if hasattr(torch, "float8_e4m3fn") else 0)
     assert out.read_text() == r.stdout

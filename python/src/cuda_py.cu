@@ -3,7 +3,10 @@
 // layer passes the framework's current stream) and adds no synchronization. Decoding is
 // validated on the device: a rejected payload leaves `out` untouched, and the verdict waits in
 // the workspace's status word until cuda_status() (which synchronizes) reads it.
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+
+#include <optional>
 
 #include "bindings.hpp"
 #include "cuda_device.cuh"

@@ -30,7 +30,12 @@ PIPECODEC_HD philox_out philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uin
 
 // Streams keep the uses of one seed independent. The _sample streams serve rng=sample draws,
 // whose Philox key is sample_key(seed, id) and whose counter is the column, not the flat index.
-enum rng_stream : uint32_t { stream_rounding = 1, stream_randk = 2, stream_rounding_sample = 4, stream_randk_sample = 5 };
+enum rng_stream : uint32_t {
+  stream_rounding = 1,
+  stream_randk = 2,
+  stream_rounding_sample = 4,
+  stream_randk_sample = 5,
+};
 
 // Four 32-bit words for elements 4*block .. 4*block+3 of a stream.
 PIPECODEC_HD philox_out random_block(uint64_t seed, uint32_t stream, uint64_t block) {

@@ -215,8 +215,8 @@ inline status aqsgd_encode(const host::aqsgd_config& c, aqsgd_device_store& s, c
   } else if (ok(st) && dr > 0) {
     st = for_each(dr * c.cols, materialize<delta_source>{{a, mt, pd}, fd}, stream);
     if (ok(st))
-      st = encode_f32(c.codec, fd, ds, delta, f.delta_bytes, w.ws[1], w.ws_bytes[1], randomness(seed, dpids + wr), stream,
-                      &len);
+      st = encode_f32(c.codec, fd, ds, delta, f.delta_bytes, w.ws[1], w.ws_bytes[1], randomness(seed, dpids + wr),
+                      stream, &len);
   }
   if (ok(st) && dr > 0 && len + align16(8 * dr) != f.delta_bytes) st = status::not_supported;
   if (ok(st) && dr > 0) st = append_ids(delta, f.delta_bytes, dpids + wr, stream);

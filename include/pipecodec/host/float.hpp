@@ -70,14 +70,17 @@ inline status encode_float(codec_id c, const float_params& f, const_tensor_view 
   if (ok(bad)) bad = check_sample_keyed(f.rng, rnd, in.shp, c == codec_id::mx ? in.shp.cols : L.group_len);
   if (!ok(bad)) return bad;
   uint8_t* p = static_cast<uint8_t*>(payload);
-  write_payload_header(p, c, in, L.total, [&](uint8_t* params) { write_float_params(params, c, f, L.group_len, rnd.seed); });
+  write_payload_header(p, c, in, L.total,
+                       [&](uint8_t* params) { write_float_params(params, c, f, L.group_len, rnd.seed); });
   memset(p + L.scales_offset, 0, L.total - L.scales_offset);
   const status st = dispatch_dtype(in.type, [&](auto tc) {
     return dispatch_format(f.format, [&](auto fc) {
       constexpr dtype T = decltype(tc)::value;
       constexpr elem_format F = decltype(fc)::value;
-      if (f.round == rounding::nearest) encode_float_groups<T, F, rounding::nearest>(c, f, L, in.data, rnd, in.shp.cols, p);
-      else encode_float_groups<T, F, rounding::stochastic>(c, f, L, in.data, rnd, in.shp.cols, p);
+      if (f.round == rounding::nearest)
+        encode_float_groups<T, F, rounding::nearest>(c, f, L, in.data, rnd, in.shp.cols, p);
+      else
+        encode_float_groups<T, F, rounding::stochastic>(c, f, L, in.data, rnd, in.shp.cols, p);
       return status::success;
     });
   });

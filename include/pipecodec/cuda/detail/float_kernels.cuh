@@ -69,7 +69,8 @@ __global__ void __launch_bounds__(block_threads)
         const draw d = rounding_draw(rnd, f.rng, cols, 4 * u);
         r = random_block(d.key, d.stream, d.first >> 2);
       } else {  // rng=sample over rows of any length: the unit may span two rows
-        for (uint32_t j = 0; j < 4 && 4 * u + j < L.n; ++j) r.v[j] = draw_word(rounding_draw(rnd, f.rng, cols, 4 * u + j), 0);
+        for (uint32_t j = 0; j < 4 && 4 * u + j < L.n; ++j)
+          r.v[j] = draw_word(rounding_draw(rnd, f.rng, cols, 4 * u + j), 0);
       }
     }
     for (uint32_t j = 0; j < 4; ++j) {
