@@ -175,3 +175,14 @@ TEST_CASE("rng=sample: CUDA EF (fused quantization and RandK) equals the host's,
     }
   }
 }
+
+TEST_CASE("RandK with 2^40 empty rows decodes at once on the GPU too (no loop over units that keep nothing)") {
+  testg::gpu_backend b;
+  const spec s = testspec::parse("randk:k=3,scope=row");
+  std::vector<uint8_t> p;
+  REQUIRE(ok(testb::host_encode(s, {}, dtype::f32, shape(2, 0), randomness(1), p)));
+  detail::put_u64(p.data() + detail::off_rows, uint64_t(1) << 40);
+  std::vector<uint8_t> y;
+  CHECK(b.decode_topk(p, nullptr, dtype::f32, shape(uint64_t(1) << 40, 0), y, false) == status::success);
+}
+

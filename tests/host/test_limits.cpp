@@ -130,3 +130,20 @@ TEST_CASE("extreme values: every quant spec decodes hostile inputs to finite val
   }
   CHECK(checked == 8 * 2 * 2 * 2 * 2 * 3 * 700);
 }
+
+TEST_CASE("dimensions beyond 2^50 are refused even for empty tensors; empty RandK rows select nothing") {
+  spec s;
+  REQUIRE(ok(parse_spec("randk:k=3,scope=row", s)));
+  CHECK(encoded_bytes(s, shape(uint64_t(1) << 51, 0)) == 0);
+  std::vector<uint8_t> p(encoded_bytes(s, shape(2, 0))), ws(workspace_bytes(s, shape(2, 0)) + 16);
+  size_t len = 0;
+  REQUIRE(ok(host::encode(s, const_tensor_view{nullptr, dtype::f32, shape(2, 0)}, p.data(), p.size(), ws.data(),
+                          ws.size(), 1, &len)));
+  // 2^40 empty rows: decoded at once (it used to loop over every row); 2^61 rows: refused (the
+  // sample-id section's 8 bytes per row would wrap).
+  detail::put_u64(p.data() + detail::off_rows, uint64_t(1) << 40);
+  CHECK(ok(host::decode(p.data(), len, tensor_view{nullptr, dtype::f32, shape(uint64_t(1) << 40, 0)})));
+  detail::put_u64(p.data() + detail::off_rows, uint64_t(1) << 61);
+  CHECK(host::decode(p.data(), len, tensor_view{nullptr, dtype::f32, shape(uint64_t(1) << 61, 0)}) ==
+        status::invalid_header);
+}

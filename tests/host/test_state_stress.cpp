@@ -128,7 +128,8 @@ TEST_CASE("AQ-SGD: small buffers, bad workspaces and aliasing leave both stores 
   CHECK(enc(ids, bv.data, msg.data(), msg.size(), table, ws) == status::aliasing);     // workspace over the table
   CHECK(enc(ids, bv.data, msg.data(), msg.size(), msg.data(), ws) == status::aliasing);  // workspace over the message
   std::vector<uint8_t> shared(ws + 64);
-  const auto* ids_in_ws = reinterpret_cast<const uint64_t*>(shared.data() + ws - 16);  // ids over the workspace
+  // ids over the workspace's end (8-aligned: misaligned ids are a status of their own)
+  const auto* ids_in_ws = reinterpret_cast<const uint64_t*>(shared.data() + ((ws - 16) & ~size_t(7)));
   CHECK(enc(ids_in_ws, bv.data, msg.data(), msg.size(), shared.data(), ws) == status::aliasing);
   CHECK(enc(ids, msg.data() + 64, msg.data(), msg.size(), wsb.data(), ws) == status::aliasing);  // batch over the message
   CHECK(snapshot(tx) == tx0);

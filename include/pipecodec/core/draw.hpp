@@ -3,6 +3,7 @@
 // keyed by the row's sample id and counted by column. Both backends use these.
 #pragma once
 
+#include "buffers.hpp"
 #include "philox.hpp"
 #include "shape.hpp"
 #include "spec.hpp"
@@ -47,6 +48,7 @@ PIPECODEC_HD status check_sample_keyed(rng_key k, const randomness& r, const sha
   uint64_t n = 0;
   if (!s.count(n) || n == 0) return status::success;
   if (r.sample_ids == nullptr) return status::invalid_argument;
+  if (!ids_aligned(r.sample_ids)) return status::misaligned;
   return s.rows <= 1 || s.cols % group_len == 0 ? status::success : status::invalid_shape;
 }
 

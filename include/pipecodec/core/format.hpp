@@ -121,6 +121,8 @@ PIPECODEC_HD status read_header(const uint8_t* p, uint64_t len, header& h) {
   if (ndim == 1 && h.shp.rows != 1) return status::invalid_header;
   uint64_t n = 0;
   if (!h.shp.count(n) || n > max_elements) return status::invalid_header;
+  // Each dimension too: rows of an empty tensor size the sample-id section and RandK's units.
+  if (h.shp.rows > max_elements || h.shp.cols > max_elements) return status::invalid_header;
   h.total_bytes = get_u64(p + off_total);
   if (h.total_bytes < header_bytes) return status::invalid_header;
   if (h.total_bytes > len) return status::truncated;

@@ -57,7 +57,8 @@ PIPECODEC_HD status resolve_topk(const spec& s, const shape& shp, uint64_t seed,
     d.vquant = t.vquant;
   }
   uint64_t n = 0;
-  if (!shp.count(n) || n > max_elements) return status::size_overflow;
+  if (!shp.count(n) || n > max_elements || shp.rows > max_elements || shp.cols > max_elements)
+    return status::size_overflow;
   const uint64_t unit_len = topk_unit_len(t.scope, shp);
   if (!topk_k_for(t, unit_len, d.k)) return status::invalid_spec;
   if (has_index_section(d)) {

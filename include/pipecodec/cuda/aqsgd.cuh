@@ -171,8 +171,8 @@ inline status aqsgd_encode(const host::aqsgd_config& c, aqsgd_device_store& s, c
   if (!ok(st)) return st;
   const uint64_t row_bytes = c.cols * dtype_bytes(c.state_type);
   void* m = s.pinned() ? s.staging.data : s.rows.data;
-  if (host::detail::overlaps(workspace, workspace_size, message, capacity) ||
-      host::detail::overlaps(m, (s.pinned() ? rows : c.capacity) * row_bytes, message, capacity))
+  if (pipecodec::detail::overlaps(workspace, workspace_size, message, capacity) ||
+      pipecodec::detail::overlaps(m, (s.pinned() ? rows : c.capacity) * row_bytes, message, capacity))
     return status::aliasing;
   const aqsgd_plan_layout L = plan_layout(rows);
   uint8_t* msg = static_cast<uint8_t*>(message);
@@ -264,9 +264,9 @@ inline status aqsgd_decode(const host::aqsgd_config& c, aqsgd_device_store& s, c
   const uint64_t row_bytes = c.cols * dtype_bytes(c.state_type);
   void* m = s.pinned() ? s.staging.data : s.rows.data;
   const uint64_t m_bytes = (s.pinned() ? rows : c.capacity) * row_bytes;
-  if (host::detail::overlaps(workspace, workspace_size, message, len) ||
-      host::detail::overlaps(m, m_bytes, message, len) ||
-      (out.data != nullptr && host::detail::overlaps(out.data, rows * c.cols * dtype_bytes(out.type), message, len)))
+  if (pipecodec::detail::overlaps(workspace, workspace_size, message, len) ||
+      pipecodec::detail::overlaps(m, m_bytes, message, len) ||
+      (out.data != nullptr && pipecodec::detail::overlaps(out.data, rows * c.cols * dtype_bytes(out.type), message, len)))
     return status::aliasing;
   const aqsgd_plan_layout L = plan_layout(rows);
   st = upload(w.plan, plan, L.device_bytes, stream);

@@ -61,9 +61,9 @@ inline status lowrank_encode(const spec& s, const_tensor_view in, tensor_view q,
   if (q.data == nullptr) return status::invalid_argument;
   if (!detail::element_aligned(q.data, dtype::f32)) return status::misaligned;
   const uint64_t q_bytes = want.size() * 4;
-  if (host::detail::overlaps(q.data, q_bytes, payload, capacity) ||
-      host::detail::overlaps(q.data, q_bytes, in.data, in.shp.size() * dtype_bytes(in.type)) ||
-      host::detail::overlaps(q.data, q_bytes, workspace, workspace_size))
+  if (pipecodec::detail::overlaps(q.data, q_bytes, payload, capacity) ||
+      pipecodec::detail::overlaps(q.data, q_bytes, in.data, in.shp.size() * dtype_bytes(in.type)) ||
+      pipecodec::detail::overlaps(q.data, q_bytes, workspace, workspace_size))
     return status::aliasing;
   size_t len = 0;
   status st = detail::encode_lowrank(s.lowrank, in, static_cast<const float*>(q.data), payload, capacity, workspace,
@@ -104,7 +104,7 @@ inline status decode_any(const void* payload, size_t len, tensor_view out, void*
   if (workspace == nullptr) return status::invalid_argument;
   if (!element_aligned(out.data, out.type)) return status::misaligned;
   // The host does not know the payload's declared size: the whole buffer must not overlap.
-  if (host::detail::overlaps(out.data, n * dtype_bytes(out.type), payload, len)) return status::aliasing;
+  if (pipecodec::detail::overlaps(out.data, n * dtype_bytes(out.type), payload, len)) return status::aliasing;
   uint32_t cap = 0;
   if (const status st = grid_cap(cap); !ok(st)) return st;
   uint8_t* area = align_workspace(workspace);

@@ -8,7 +8,7 @@
 // (device memory, any alignment). On an error returned by the call the residual is untouched.
 #pragma once
 
-#include "../host/overlap.hpp"
+#include "../core/buffers.hpp"
 #include "detail/state_kernels.cuh"
 
 namespace pipecodec::cuda {
@@ -31,7 +31,7 @@ inline status check_state_step(const spec& s, const_tensor_view x, tensor_view s
   if (!ok(r)) return r;
   if (!element_aligned(x.data, x.type) || !element_aligned(st.data, st.type)) return status::misaligned;
   // As host::detail::check_tensor_step: x is read after the workspace scratch is written.
-  if (host::detail::any_written_overlap({{x.data, n * dtype_bytes(x.type), false},
+  if (pipecodec::detail::any_written_overlap({{x.data, n * dtype_bytes(x.type), false},
                                          {st.data, n * dtype_bytes(st.type), true},
                                          {payload, capacity, true},
                                          {workspace, workspace_size, true}}))

@@ -35,9 +35,10 @@ inline status ef21_decode(codec_id expected, const void* payload, size_t len, te
   using namespace detail;
   if (out.data != nullptr && out.shp != g.shp) return status::shape_mismatch;
   if (out.data != nullptr && !valid_dtype(uint8_t(out.type))) return status::not_supported;
-  if (out.data != nullptr && !element_aligned(out.data, out.type)) return status::misaligned;
+  if (!element_aligned(g.data, g.type) || (out.data != nullptr && !element_aligned(out.data, out.type)))
+    return status::misaligned;
   const uint64_t n = g.shp.size();
-  if (host::detail::any_written_overlap({{payload, len, false},
+  if (pipecodec::detail::any_written_overlap({{payload, len, false},
                                          {g.data, n * dtype_bytes(g.type), true},
                                          {out.data, n * dtype_bytes(out.type), true},
                                          {workspace, workspace_size, true}}))

@@ -83,7 +83,7 @@ inline status ef_sample_encode(const host::aqsgd_config& c, aqsgd_device_store& 
   if (workspace_size < pipecodec::cuda::ef_sample_workspace_bytes(c, rows)) return status::workspace_too_small;
   const uint64_t row_bytes = c.cols * dtype_bytes(c.state_type);
   void* e = s.pinned() ? s.staging.data : s.rows.data;
-  if (host::detail::any_written_overlap({{batch.data, shp.size() * dtype_bytes(batch.type), false},
+  if (pipecodec::detail::any_written_overlap({{batch.data, shp.size() * dtype_bytes(batch.type), false},
                                          {e, (s.pinned() ? rows : c.capacity) * row_bytes, true},
                                          {payload, capacity, true},
                                          {workspace, workspace_size, true}}))

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "../core/dispatch.hpp"
-#include "../host/overlap.hpp"
+#include "../core/buffers.hpp"
 #include "detail/float_kernels.cuh"
 
 namespace pipecodec::cuda::detail {
@@ -20,7 +20,7 @@ inline status encode_float(codec_id c, const float_params& f, const_tensor_view 
   if (workspace_size < workspace_request(W.used)) return status::workspace_too_small;
   if (workspace == nullptr) return status::invalid_argument;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
-  if (host::detail::overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
+  if (pipecodec::detail::overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
   if (const status st = check_sample_keyed(f.rng, rnd, in.shp, c == codec_id::mx ? in.shp.cols : L.group_len); !ok(st))
     return st;
   uint32_t cap = 0;

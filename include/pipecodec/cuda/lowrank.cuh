@@ -3,7 +3,7 @@
 #pragma once
 
 #include "../core/dispatch.hpp"
-#include "../host/overlap.hpp"
+#include "../core/buffers.hpp"
 #include "detail/lowrank_kernels.cuh"
 
 namespace pipecodec::cuda::detail {
@@ -18,12 +18,12 @@ inline status encode_lowrank(const lowrank_params& l, const_tensor_view in, cons
   if (payload == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
   if (capacity < L.total) return status::buffer_too_small;
   const uint64_t in_bytes = L.n * dtype_bytes(in.type);
-  if (host::detail::overlaps(in.data, in_bytes, payload, L.total)) return status::aliasing;
+  if (pipecodec::detail::overlaps(in.data, in_bytes, payload, L.total)) return status::aliasing;
   const lowrank_workspace W = make_lowrank_workspace(L);
   if (workspace_size < workspace_request(W.used)) return status::workspace_too_small;
   if (workspace == nullptr) return status::invalid_argument;
-  if (host::detail::overlaps(workspace, workspace_size, payload, L.total) ||
-      host::detail::overlaps(workspace, workspace_size, in.data, in_bytes))
+  if (pipecodec::detail::overlaps(workspace, workspace_size, payload, L.total) ||
+      pipecodec::detail::overlaps(workspace, workspace_size, in.data, in_bytes))
     return status::aliasing;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
   uint32_t cap = 0;

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "../core/dispatch.hpp"
-#include "../host/overlap.hpp"
+#include "../core/buffers.hpp"
 #include "detail/plain_kernels.cuh"
 
 namespace pipecodec::cuda::detail {
@@ -18,7 +18,7 @@ inline status encode_plain(const plain_params& pp, const_tensor_view in, void* p
   if (capacity < L.total) return status::buffer_too_small;
   if (workspace_size < workspace_request(workspace_status_bytes)) return status::workspace_too_small;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
-  if (host::detail::overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
+  if (pipecodec::detail::overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
   uint32_t cap = 0;
   if (const status st = grid_cap(cap); !ok(st)) return st;
   header h;

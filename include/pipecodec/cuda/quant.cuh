@@ -3,7 +3,7 @@
 #pragma once
 
 #include "../core/dispatch.hpp"
-#include "../host/overlap.hpp"
+#include "../core/buffers.hpp"
 #include "detail/quant_encode.cuh"
 #include "detail/rotation_kernels.cuh"
 
@@ -126,7 +126,7 @@ inline status encode_quant(const quant_params& q, const_tensor_view in, void* pa
   status st = plan_quant(q, in.shp, in.data, payload, capacity, workspace, workspace_size, P);
   if (!ok(st)) return st;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
-  if (host::detail::overlaps(in.data, P.L.n * dtype_bytes(in.type), payload, P.L.total)) return status::aliasing;
+  if (pipecodec::detail::overlaps(in.data, P.L.n * dtype_bytes(in.type), payload, P.L.total)) return status::aliasing;
   if (!ok(st = check_sample_keyed(q.rng, rnd, in.shp, P.L.group_len))) return st;
   st = dispatch_dtype(in.type, [&](auto tc) {
     return launch_quant(tensor_source<decltype(tc)::value>{in.data}, no_sink{}, q, P, in.type, in.shp, payload,

@@ -29,7 +29,7 @@
 
 #include "../core/dispatch.hpp"
 #include "../core/sizes.hpp"
-#include "../host/overlap.hpp"
+#include "../core/buffers.hpp"
 #include "detail/topk_decode.cuh"
 #include "detail/topk_grid_select.cuh"
 #include "quant.cuh"
@@ -95,6 +95,7 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
   if (payload == nullptr || workspace == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
   if (capacity < total) return status::buffer_too_small;
   if (ids == nullptr && ids_bytes > 0) return status::invalid_argument;
+  if (d.sample_keyed && !ids_aligned(ids)) return status::misaligned;
   // workspace_bytes() whatever the payload address, as on the host: a size that works for one
   // payload must not fail for another.
   if (workspace_size < workspace_request(W.total)) return status::workspace_too_small;
@@ -102,10 +103,10 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
   const bool staged = !aligned && d.index == index_layout::bitmap;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
   const uint64_t in_bytes = L.n * dtype_bytes(in.type);
-  if (host::detail::overlaps(in.data, in_bytes, payload, total) ||
-      host::detail::overlaps(workspace, workspace_size, payload, total) ||
-      host::detail::overlaps(workspace, workspace_size, in.data, in_bytes) ||
-      host::detail::overlaps(mask, mask_len, payload, capacity))
+  if (pipecodec::detail::overlaps(in.data, in_bytes, payload, total) ||
+      pipecodec::detail::overlaps(workspace, workspace_size, payload, total) ||
+      pipecodec::detail::overlaps(workspace, workspace_size, in.data, in_bytes) ||
+      pipecodec::detail::overlaps(mask, mask_len, payload, capacity))
     return status::aliasing;
   uint32_t cap = 0;
   if (const status st = grid_cap(cap); !ok(st)) return st;
@@ -222,9 +223,9 @@ inline status decode_sparse(const void* payload, size_t len, const void* mask, s
   if (workspace_size < workspace_request(topk_decode_workspace(n, mask != nullptr))) return status::workspace_too_small;
   if (!element_aligned(out.data, out.type)) return status::misaligned;
   const uint64_t out_bytes = n * dtype_bytes(out.type);
-  if (host::detail::overlaps(out.data, out_bytes, payload, len) ||
-      host::detail::overlaps(out.data, out_bytes, workspace, workspace_size) ||
-      host::detail::overlaps(out.data, out_bytes, mask, mask_len))
+  if (pipecodec::detail::overlaps(out.data, out_bytes, payload, len) ||
+      pipecodec::detail::overlaps(out.data, out_bytes, workspace, workspace_size) ||
+      pipecodec::detail::overlaps(out.data, out_bytes, mask, mask_len))
     return status::aliasing;
   uint32_t cap = 0;
   if (const status st = grid_cap(cap); !ok(st)) return st;

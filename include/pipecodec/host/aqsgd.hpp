@@ -209,6 +209,8 @@ inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const vo
   aqsgd_ws w;
   st = split_aqsgd_ws(c, f.rows, workspace, workspace_size, w);
   if (!ok(st)) return st;
+  if (!ids_aligned(expected_ids) || (out.data != nullptr && !element_aligned(out.data, out.type)))
+    return status::misaligned;
   if (any_written_overlap({{message, len, false},
                            {expected_ids, expected_ids ? 8 * f.rows : 0, false},
                            {s.table.words, aqsgd_table_bytes(c.capacity), true},

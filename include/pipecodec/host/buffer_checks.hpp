@@ -6,7 +6,7 @@
 #include "../core/shape.hpp"
 #include "../core/status.hpp"
 #include "../core/workspace.hpp"
-#include "overlap.hpp"
+#include "../core/buffers.hpp"
 
 namespace pipecodec::host::detail {
 
@@ -17,6 +17,7 @@ inline status check_encode_buffers(const_tensor_view in, uint64_t n, const void*
                                    uint64_t total) {
   if (payload == nullptr || (in.data == nullptr && n > 0)) return status::invalid_argument;
   if (capacity < total) return status::buffer_too_small;
+  if (!element_aligned(in.data, in.type)) return status::misaligned;
   if (overlaps(in.data, n * dtype_bytes(in.type), payload, total)) return status::aliasing;
   return status::success;
 }
@@ -37,6 +38,7 @@ inline status check_encode_workspace(const_tensor_view in, const void* payload, 
 inline status check_decode_output(const header& h, uint64_t n, tensor_view out, const void* payload) {
   if (h.shp != out.shp) return status::shape_mismatch;
   if (out.data == nullptr && n > 0) return status::invalid_argument;
+  if (!element_aligned(out.data, out.type)) return status::misaligned;
   if (overlaps(out.data, n * dtype_bytes(out.type), payload, h.total_bytes)) return status::aliasing;
   return status::success;
 }

@@ -43,6 +43,8 @@ inline status ef21_decode(codec_id expected, const void* payload, size_t len, te
   status st = check_codec(payload, len, expected);
   if (!ok(st)) return st;
   if (out.data != nullptr && out.shp != g.shp) return status::shape_mismatch;
+  if (!element_aligned(g.data, g.type) || (out.data != nullptr && !element_aligned(out.data, out.type)))
+    return status::misaligned;
   const uint64_t n = g.shp.size();
   if (any_written_overlap({{payload, len, false},
                            {g.data, n * dtype_bytes(g.type), true},

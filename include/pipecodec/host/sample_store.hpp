@@ -132,6 +132,7 @@ inline status prepare_batch(const aqsgd_config& c, const aqsgd_store& s, const u
   if (!valid_view(batch.data, rows) || !valid_view(ids, rows) || out == nullptr) return status::invalid_argument;
   st = split_aqsgd_ws(c, rows, workspace, workspace_size, w);
   if (!ok(st)) return st;
+  if (!element_aligned(batch.data, batch.type) || !ids_aligned(ids)) return status::misaligned;
   if (any_written_overlap({{ids, 8 * rows, false},
                            {batch.data, rows * c.cols * dtype_bytes(batch.type), false},
                            {s.table.words, aqsgd_table_bytes(c.capacity), true},

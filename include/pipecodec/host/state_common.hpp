@@ -7,7 +7,7 @@
 #include "../core/dispatch.hpp"
 #include "codec.hpp"
 #include "convert_span.hpp"
-#include "overlap.hpp"
+#include "../core/buffers.hpp"
 
 namespace pipecodec::host::detail {
 
@@ -47,6 +47,7 @@ inline status check_tensor_step(const spec& s, const_tensor_view x, tensor_view 
   if (!valid_view(x.data, n) || !valid_view(state.data, n)) return status::invalid_argument;
   const status st = split_workspace(workspace, workspace_size, n, workspace_bytes(s, x.shp), ws);
   if (!ok(st)) return st;
+  if (!element_aligned(x.data, x.type) || !element_aligned(state.data, state.type)) return status::misaligned;
   if (any_written_overlap({{x.data, n * dtype_bytes(x.type), false},
                            {state.data, n * dtype_bytes(state.type), true},
                            {payload, capacity, true},

@@ -39,6 +39,7 @@ template <dtype T, class F>
 inline void for_each_selected(const topk_desc& d, const topk_layout& L, const void* x, const uint8_t* ids,
                               const topk_payload* mask, uint32_t* cand, uint64_t cap, F&& f) {
   if (mask != nullptr) return for_each_position(*mask, f);
+  if (L.kept == 0) return;  // e.g. many empty rows: nothing to select
   for (uint64_t u = 0; u < L.units; ++u) {
     auto emit = [&](uint64_t j, uint64_t i) { f(u, j, i); };
     if (d.codec == codec_id::randk) {
@@ -65,6 +66,7 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
   const status bad = check_encode_buffers(in, L.n, payload, capacity, total);
   if (!ok(bad)) return bad;
   if (d.sample_keyed && ids == nullptr && in.shp.rows > 0) return status::invalid_argument;
+  if (d.sample_keyed && !ids_aligned(ids)) return status::misaligned;
   if (ws_size < workspace_request(W.total)) return status::workspace_too_small;
   if (ws == nullptr) return status::invalid_argument;
   if (overlaps(ws, ws_size, payload, total) || overlaps(ws, ws_size, in.data, L.n * dtype_bytes(in.type)))

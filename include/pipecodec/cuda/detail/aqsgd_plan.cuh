@@ -79,7 +79,7 @@ inline status make_plan(const host::aqsgd_config& c, const aqsgd_table& t, const
   const aqsgd_plan_layout L = plan_layout(rows);
   if (plan == nullptr || ids == nullptr) return status::invalid_argument;
   if (plan_size < L.total) return status::buffer_too_small;
-  if (reinterpret_cast<uintptr_t>(plan) % 16 != 0) return status::misaligned;
+  if (reinterpret_cast<uintptr_t>(plan) % 16 != 0 || !ids_aligned(ids)) return status::misaligned;
   uint8_t* p = static_cast<uint8_t*>(plan);
   auto* src = reinterpret_cast<uint64_t*>(p + L.src);
   auto* mrow = reinterpret_cast<uint64_t*>(p + L.mrow);

@@ -2,6 +2,7 @@
 // alignment, and the device-side status area at the start of the workspace.
 #pragma once
 
+#include "../../core/buffers.hpp"
 #include "../../core/float_format.hpp"
 #include "../../core/lowrank_format.hpp"
 #include "../../core/plain_format.hpp"
@@ -55,10 +56,6 @@ inline uint32_t grid_for(uint64_t units, uint64_t per_block, uint32_t cap) {
 
 inline status last_launch_status() {
   return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
-}
-
-inline bool element_aligned(const void* p, dtype t) {
-  return reinterpret_cast<uintptr_t>(p) % dtype_bytes(t) == 0;
 }
 
 // Grid-stride indices of a warp (one work item per warp).

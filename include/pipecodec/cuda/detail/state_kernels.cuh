@@ -121,7 +121,7 @@ inline status encode_f32(const spec& s, const float* in, const shape& shp, void*
     case codec_id::quant: {
       quant_plan P;
       status st = plan_quant(s.quant, shp, in, payload, capacity, workspace, workspace_size, P);
-      if (ok(st) && host::detail::overlaps(in, P.L.n * 4, payload, P.L.total)) st = status::aliasing;
+      if (ok(st) && pipecodec::detail::overlaps(in, P.L.n * 4, payload, P.L.total)) st = status::aliasing;
       if (ok(st)) st = check_sample_keyed(s.quant.rng, rnd, shp, P.L.group_len);
       if (ok(st))
         st = launch_quant(tensor_source<dtype::f32>{in}, no_sink{}, s.quant, P, dtype::f32, shp, payload, workspace,

@@ -127,6 +127,7 @@ __global__ void __launch_bounds__(topk_threads)
     return;
   }
   if (grid_reselect && grid_select_units(L)) return;  // RandK on the whole grid
+  if (L.kept == 0) return;                             // e.g. many empty rows: nothing to select
   const uint64_t m = L.unit_len;
   for (uint64_t u = blockIdx.x; u < L.units; u += gridDim.x) {  // RandK
     const device_randk_keys key{tp.desc, sample_ids_section(tp.bytes, tp.hdr), u, m};

@@ -1,11 +1,14 @@
-// Buffer overlap tests used to reject aliasing input/output arguments.
+// Checks on the caller's buffers that both backends make in the same way: overlap (aliasing)
+// and element alignment of typed tensor pointers.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
 
-namespace pipecodec::host::detail {
+#include "dtype.hpp"
+
+namespace pipecodec::detail {
 
 inline bool overlaps(const void* a, uint64_t a_bytes, const void* b, uint64_t b_bytes) {
   if (a == nullptr || b == nullptr || a_bytes == 0 || b_bytes == 0) return false;
@@ -34,4 +37,11 @@ inline bool any_written_overlap(std::initializer_list<region> rs) {
   return false;
 }
 
-}  // namespace pipecodec::host::detail
+// A tensor pointer must be aligned to its element size (`misaligned` otherwise): both backends
+// read and write tensors through typed pointers. Payloads and workspaces may have any alignment.
+inline bool element_aligned(const void* p, dtype t) { return reinterpret_cast<uintptr_t>(p) % dtype_bytes(t) == 0; }
+
+// Sample ids are read as uint64_t.
+inline bool ids_aligned(const uint64_t* ids) { return reinterpret_cast<uintptr_t>(ids) % alignof(uint64_t) == 0; }
+
+}  // namespace pipecodec::detail
