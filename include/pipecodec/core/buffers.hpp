@@ -39,9 +39,11 @@ inline bool any_written_overlap(std::initializer_list<region> rs) {
 
 // A tensor pointer must be aligned to its element size (`misaligned` otherwise): both backends
 // read and write tensors through typed pointers. Payloads and workspaces may have any alignment.
-inline bool element_aligned(const void* p, dtype t) { return reinterpret_cast<uintptr_t>(p) % dtype_bytes(t) == 0; }
+PIPECODEC_HD bool element_aligned(const void* p, dtype t) {
+  return reinterpret_cast<uintptr_t>(p) % dtype_bytes(t) == 0;
+}
 
 // Sample ids are read as uint64_t.
-inline bool ids_aligned(const uint64_t* ids) { return reinterpret_cast<uintptr_t>(ids) % alignof(uint64_t) == 0; }
+PIPECODEC_HD bool ids_aligned(const uint64_t* ids) { return reinterpret_cast<uintptr_t>(ids) % alignof(uint64_t) == 0; }
 
 }  // namespace pipecodec::detail
