@@ -304,6 +304,14 @@ info = kv(run("info", path("k.pc"))[1]) if rc == 0 else {}
 rc2, _, _ = run("encode", "--spec", info.get("spec", "?"), "--seed", "3", "--ids", ID1, S1, path("k2.pc"))
 check(rc == 0 and err == "" and rc2 == 0 and open(path("k.pc"), "rb").read() == open(path("k2.pc"), "rb").read(),
       "encode rng=sample --ids: info's spec re-encodes the same bytes")
+for ks in ("randk:k=9,scope=row,rng=sample", "fp8:group=row,round=stochastic,rng=sample"):
+    rc, _, _ = run("encode", "--spec", ks, "--seed", "4", "--ids", ID1, S1, path("k3.pc"))
+    info = kv(run("info", path("k3.pc"))[1]) if rc == 0 else {}
+    rc2, _, _ = run("encode", "--spec", info.get("spec", "?"), "--seed", info.get("seed", "0"), "--ids", ID1, S1,
+                    path("k4.pc"))
+    check(rc == 0 and "rng=sample" in info.get("spec", "") and rc2 == 0 and
+          open(path("k3.pc"), "rb").read() == open(path("k4.pc"), "rb").read(),
+          "%s: info's spec (rng=sample kept) and seed re-encode the same bytes" % ks)
 rc, out, _ = run("eval", "--spec", KS, "--ids", ID1, S1)
 check(rc == 0 and "rel_l2_err" in out, "eval rng=sample --ids")
 

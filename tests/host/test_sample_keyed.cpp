@@ -115,6 +115,9 @@ TEST_CASE("rng=sample: words straight from Philox under the row's sample key") {
   const auto p = testk::encode(s, x.data(), dtype::f32, shp, randomness(6, ids));
   CHECK(p.size() == 64 + detail::align16(4 * 21) + detail::align16(24));
   CHECK(p.size() == encoded_bytes(s, shp));
+  payload_info info;
+  REQUIRE(ok(inspect(p.data(), p.size(), info)));
+  CHECK(to_string(info.codec_spec).find(",rng=sample") != std::string::npos);  // info's spec re-encodes it
   std::vector<float> y(shp.size());
   REQUIRE(ok(host::decode(p.data(), p.size(), tensor_view{y.data(), dtype::f32, shp})));
   for (uint64_t r = 0; r < 3; ++r) {

@@ -56,6 +56,7 @@ PIPECODEC_HD void describe(const topk_payload& tp, payload_info& out) {
   t.vquant = d.vquant;
   t.shared_mask = d.shared_mask;
   t.unbiased = d.unbiased;
+  t.rng = d.sample_keyed ? rng_key::sample : rng_key::position;
   out.seed = d.seed;
 }
 
