@@ -40,6 +40,13 @@ PIPECODEC_HD draw rounding_draw(const randomness& r, rng_key k, uint64_t cols, u
   return draw{sample_key(r.seed, r.sample_ids[row]), stream_rounding_sample, begin - row * cols};
 }
 
+// The `rows` sample ids an encode reads: present (invalid_argument) and 8-aligned (misaligned).
+PIPECODEC_HD status check_sample_ids(const uint64_t* ids, uint64_t rows) {
+  if (rows == 0) return status::success;
+  if (ids == nullptr) return status::invalid_argument;
+  return ids_aligned(ids) ? status::success : status::misaligned;
+}
+
 // An rng=sample encode needs one id per row and groups that never straddle two rows (each
 // row's bits then depend on that row alone): invalid_argument without ids, invalid_shape
 // for groups that straddle. `group_len`: elements per group of the flat tensor.
@@ -47,8 +54,7 @@ PIPECODEC_HD status check_sample_keyed(rng_key k, const randomness& r, const sha
   if (k == rng_key::position) return status::success;
   uint64_t n = 0;
   if (!s.count(n) || n == 0) return status::success;
-  if (r.sample_ids == nullptr) return status::invalid_argument;
-  if (!ids_aligned(r.sample_ids)) return status::misaligned;
+  if (const status st = check_sample_ids(r.sample_ids, s.rows); !ok(st)) return st;
   return s.rows <= 1 || s.cols % group_len == 0 ? status::success : status::invalid_shape;
 }
 

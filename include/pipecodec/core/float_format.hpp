@@ -14,6 +14,7 @@
 
 #include <type_traits>
 
+#include "draw.hpp"
 #include "minifloat.hpp"
 #include "philox.hpp"
 #include "quant_layout.hpp"
@@ -74,6 +75,13 @@ PIPECODEC_HD bool make_float_layout(codec_id c, const float_params& f, const sha
   L.codes_offset = L.scales_offset + align16(L.groups * L.scale_bytes);
   L.total = L.codes_offset + align16(L.units * L.unit_bytes());
   return true;
+}
+
+// rng=sample's checks on an fp8/mx encode (core/draw.hpp): mx blocks never leave their row,
+// fp8 groups are checked as quantization's.
+PIPECODEC_HD status check_float_sample_keyed(codec_id c, const float_params& f, const randomness& r, const shape& s,
+                                             const float_layout& L) {
+  return check_sample_keyed(f.rng, r, s, c == codec_id::mx ? s.cols : L.group_len);
 }
 
 PIPECODEC_HD void write_float_params(uint8_t* p, codec_id c, const float_params& f, uint64_t group_len,

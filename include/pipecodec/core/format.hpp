@@ -74,9 +74,12 @@ PIPECODEC_HD bool all_zero(const uint8_t* p, uint64_t n) {
 
 PIPECODEC_HD bool valid_flags(uint8_t flags) { return (flags & ~flag_sample_ids) == 0; }
 
-// Size of the optional sample-id section, 16-byte aligned.
+// Size of a sample-id section of `rows` ids, 16-byte aligned.
+PIPECODEC_HD uint64_t sample_ids_bytes(uint64_t rows) { return detail::align16(8 * rows); }
+
+// Size of the optional sample-id section of a payload.
 PIPECODEC_HD uint64_t ids_section_bytes(const header& h) {
-  return (h.flags & flag_sample_ids) ? detail::align16(8 * h.shp.rows) : 0;
+  return (h.flags & flag_sample_ids) ? sample_ids_bytes(h.shp.rows) : 0;
 }
 
 PIPECODEC_HD void write_header(uint8_t* p, const header& h) {

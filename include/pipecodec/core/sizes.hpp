@@ -27,7 +27,7 @@ inline size_t encoded_bytes(const spec& s, const shape& shp) {
       detail::topk_desc d;
       detail::topk_layout L;
       if (!ok(detail::resolve_topk(s, shp, 0, d)) || !detail::make_topk_layout(d, shp, L)) return 0;
-      return size_t(L.total + (d.sample_keyed ? detail::align16(8 * shp.rows) : 0));  // + the sample ids
+      return size_t(detail::topk_payload_bytes(d, L, shp.rows));
     }
     case codec_id::fp8:
     case codec_id::mx: {

@@ -126,11 +126,6 @@ PIPECODEC_HD constexpr bool keyed_by_sample(const spec& s) {
   }
 }
 
-// RandK whose positions are keyed by sample id (its payload carries the ids).
-PIPECODEC_HD constexpr bool keyed_randk(const spec& s) {
-  return s.codec == codec_id::randk && s.topk.rng == rng_key::sample;
-}
-
 // Groups and scales as quant and fp8 share them: a known kind, fixed sizes a multiple of 32,
 // scales stored as f32 or f16.
 PIPECODEC_HD constexpr bool valid_grouping(group_kind g, uint32_t size, dtype scale_dtype) {

@@ -22,10 +22,17 @@ PIPECODEC_HD bool uses_seed(const topk_desc& d) {
   return d.codec == codec_id::randk || (d.values == value_kind::quant && d.vquant.round == rounding::stochastic);
 }
 
-// The RandK draws of unit u (of m elements): `ids` is the payload's sample-id section, read
-// only for rng=sample payloads (which always carry one).
+// The RandK draws of unit u (a row, or the whole tensor) of m elements: by flat index under
+// the seed, or (rng=sample, rows only) by column under the row's sample key; `ids` is the
+// payload's sample-id section, read only for rng=sample payloads (which always carry one).
 PIPECODEC_HD draw randk_draw(const topk_desc& d, const uint8_t* ids, uint64_t u, uint64_t m) {
-  return randk_unit_draw(d.seed, d.sample_keyed, d.sample_keyed ? sample_id(ids, u) : 0, u, m);
+  if (d.sample_keyed) return draw{sample_key(d.seed, sample_id(ids, u)), stream_randk_sample, 0};
+  return draw{d.seed, stream_randk, u * m};
+}
+
+// The whole payload: the layout's sections, and the rows' ids for rng=sample.
+PIPECODEC_HD uint64_t topk_payload_bytes(const topk_desc& d, const topk_layout& L, uint64_t rows) {
+  return L.total + (d.sample_keyed ? sample_ids_bytes(rows) : 0);
 }
 
 // Resolves a topk/randk spec against a shape. `seed` is the encode call's seed; the header

@@ -30,13 +30,6 @@ PIPECODEC_HD uint32_t magnitude_key(float x) {
 
 PIPECODEC_HD uint32_t randk_key_from_word(uint32_t w) { return ~w; }
 
-// The draws of RandK unit u (a row, or the whole tensor) of unit_len elements: by flat index
-// under the seed, or (rng=sample, rows only) by column under the row's sample key.
-PIPECODEC_HD draw randk_unit_draw(uint64_t seed, bool sample_keyed, uint64_t sample_id, uint64_t u, uint64_t unit_len) {
-  if (sample_keyed) return draw{sample_key(seed, sample_id), stream_randk_sample, 0};
-  return draw{seed, stream_randk, u * unit_len};
-}
-
 // RandK key of element i of a unit (words of one Philox block cover 4 consecutive elements).
 PIPECODEC_HD uint32_t randk_key(const draw& d, uint64_t i) { return randk_key_from_word(draw_word(d, i)); }
 

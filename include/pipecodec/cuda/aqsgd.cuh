@@ -196,7 +196,7 @@ inline status aqsgd_encode(const host::aqsgd_config& c, aqsgd_device_store& s, c
     if (ok(st))
       st = encode_f32(c.warmup, w.f32, ws, warm, f.warm_bytes, w.ws[0], w.ws_bytes[0], randomness(seed, dpids), stream,
                       &len);
-    if (ok(st) && len + align16(8 * wr) != f.warm_bytes) st = status::not_supported;  // variable-size codec
+    if (ok(st) && len + sample_ids_bytes(wr) != f.warm_bytes) st = status::not_supported;  // variable-size codec
     if (ok(st)) st = append_ids(warm, f.warm_bytes, dpids, stream);
     if (ok(st)) st = decode_codec<false>(c.warmup.codec, warm, f.warm_bytes, tensor_view{w.f32, dtype::f32, ws},
                                          w.ws[0], w.ws_bytes[0], stream);
@@ -218,7 +218,7 @@ inline status aqsgd_encode(const host::aqsgd_config& c, aqsgd_device_store& s, c
       st = encode_f32(c.codec, fd, ds, delta, f.delta_bytes, w.ws[1], w.ws_bytes[1], randomness(seed, dpids + wr),
                       stream, &len);
   }
-  if (ok(st) && dr > 0 && len + align16(8 * dr) != f.delta_bytes) st = status::not_supported;
+  if (ok(st) && dr > 0 && len + sample_ids_bytes(dr) != f.delta_bytes) st = status::not_supported;
   if (ok(st) && dr > 0) st = append_ids(delta, f.delta_bytes, dpids + wr, stream);
   if (ok(st) && dr > 0 && !fused) {  // m = T(m + D(payload)) through the scratch
     st = for_each(dr * c.cols, materialize<state_source>{{mt, pd}, fd}, stream);

@@ -21,8 +21,7 @@ inline status encode_float(codec_id c, const float_params& f, const_tensor_view 
   if (workspace == nullptr) return status::invalid_argument;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
   if (pipecodec::detail::overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
-  if (const status st = check_sample_keyed(f.rng, rnd, in.shp, c == codec_id::mx ? in.shp.cols : L.group_len); !ok(st))
-    return st;
+  if (const status st = check_float_sample_keyed(c, f, rnd, in.shp, L); !ok(st)) return st;
   uint32_t cap = 0;
   if (const status st = grid_cap(cap); !ok(st)) return st;
   header h;

@@ -91,11 +91,11 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
   topk_layout L;
   if (!make_topk_layout(d, in.shp, L)) return status::invalid_spec;
   const topk_workspace W = make_topk_workspace(d, L);
-  const uint64_t ids_bytes = d.sample_keyed ? 8 * in.shp.rows : 0, total = L.total + align16(ids_bytes);
+  const uint64_t total = topk_payload_bytes(d, L, in.shp.rows);
   if (payload == nullptr || workspace == nullptr || (in.data == nullptr && L.n > 0)) return status::invalid_argument;
   if (capacity < total) return status::buffer_too_small;
-  if (ids == nullptr && ids_bytes > 0) return status::invalid_argument;
-  if (d.sample_keyed && !ids_aligned(ids)) return status::misaligned;
+  if (d.sample_keyed)
+    if (const status st = check_sample_ids(ids, in.shp.rows); !ok(st)) return st;
   // workspace_bytes() whatever the payload address, as on the host: a size that works for one
   // payload must not fail for another.
   if (workspace_size < workspace_request(W.total)) return status::workspace_too_small;
@@ -122,7 +122,8 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
   write_header(hb.b, h);
   uint8_t* p = static_cast<uint8_t*>(payload);
   if (cudaMemsetAsync(p + header_bytes, 0, total - header_bytes, stream) != cudaSuccess) return status::cuda_error;
-  if (ids_bytes > 0 && cudaMemcpyAsync(p + L.total, ids, ids_bytes, cudaMemcpyDefault, stream) != cudaSuccess)
+  if (d.sample_keyed && in.shp.rows > 0 &&
+      cudaMemcpyAsync(p + L.total, ids, 8 * in.shp.rows, cudaMemcpyDefault, stream) != cudaSuccess)
     return status::cuda_error;
   launch<write_header_kernel<header_bytes>>(1, header_bytes, 0, stream, p, hb);
   if (cudaGetLastError() != cudaSuccess) return status::cuda_error;

@@ -19,7 +19,7 @@ namespace detail {
 inline uint64_t part_bytes(const spec& s, uint64_t rows, uint64_t cols) {
   if (rows == 0) return 0;
   const uint64_t b = encoded_bytes(s, shape(rows, cols));
-  return b == 0 ? 0 : align16(b) + align16(8 * rows);
+  return b == 0 ? 0 : align16(b) + sample_ids_bytes(rows);
 }
 
 // Loads m of the delta rows into their fp32 scratch rows, ready for decode_accumulate.

@@ -3,7 +3,6 @@
 #pragma once
 
 #include "../core/dispatch.hpp"
-#include "../core/draw.hpp"
 #include "../core/float_format.hpp"
 #include "buffer_checks.hpp"
 
@@ -67,7 +66,7 @@ inline status encode_float(codec_id c, const float_params& f, const_tensor_view 
   float_layout L;
   if (!make_float_layout(c, f, in.shp, L)) return status::size_overflow;
   status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
-  if (ok(bad)) bad = check_sample_keyed(f.rng, rnd, in.shp, c == codec_id::mx ? in.shp.cols : L.group_len);
+  if (ok(bad)) bad = check_float_sample_keyed(c, f, rnd, in.shp, L);
   if (!ok(bad)) return bad;
   uint8_t* p = static_cast<uint8_t*>(payload);
   write_payload_header(p, c, in, L.total,

@@ -61,7 +61,8 @@ inline status check_config(const aqsgd_config& c) {
   if (aqsgd_table_bytes(c.capacity) == 0) return status::invalid_argument;
   if (c.capacity > max_elements / c.cols) return status::size_overflow;
   // RandK with rng=sample carries the rows' ids itself; AQ-SGD's parts append their own.
-  if (keyed_randk(c.codec) || keyed_randk(c.warmup)) return status::not_supported;
+  for (const spec* s : {&c.codec, &c.warmup})
+    if (s->codec == codec_id::randk && keyed_by_sample(*s)) return status::not_supported;
   return status::success;
 }
 

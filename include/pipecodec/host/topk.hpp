@@ -62,11 +62,10 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
   topk_layout L;
   if (!make_topk_layout(d, in.shp, L)) return status::invalid_spec;
   const topk_workspace W = make_topk_workspace(d, L);
-  const uint64_t total = L.total + (d.sample_keyed ? align16(8 * in.shp.rows) : 0);
-  const status bad = check_encode_buffers(in, L.n, payload, capacity, total);
+  const uint64_t total = topk_payload_bytes(d, L, in.shp.rows);
+  status bad = check_encode_buffers(in, L.n, payload, capacity, total);
+  if (ok(bad) && d.sample_keyed) bad = check_sample_ids(ids, in.shp.rows);
   if (!ok(bad)) return bad;
-  if (d.sample_keyed && ids == nullptr && in.shp.rows > 0) return status::invalid_argument;
-  if (d.sample_keyed && !ids_aligned(ids)) return status::misaligned;
   if (ws_size < workspace_request(W.total)) return status::workspace_too_small;
   if (ws == nullptr) return status::invalid_argument;
   if (overlaps(ws, ws_size, payload, total) || overlaps(ws, ws_size, in.data, L.n * dtype_bytes(in.type)))

@@ -46,7 +46,7 @@ inline aqsgd_plan_layout plan_layout(uint64_t rows) {
 inline uint64_t part_payload_bytes(const spec& s, uint64_t prow, uint64_t cols) {
   if (prow == 0) return 0;
   const uint64_t b = encoded_bytes(s, shape(prow, cols));
-  return b == 0 ? 0 : b + align16(8 * prow);
+  return b == 0 ? 0 : b + sample_ids_bytes(prow);
 }
 
 struct aqsgd_planned {
