@@ -1,6 +1,7 @@
 // Runs every fuzz harness body (tools/fuzz/harnesses.hpp) over its committed corpus, its
 // extra seed directory and its saved crash inputs, built with the regular compiler: the
-// properties the fuzzers check stay checked in every build, with or without clang.
+// properties the fuzzers check stay checked in every build, with or without clang. Built
+// with -DPCFUZZ_DEVICE and the emulated GPU, the device harnesses (device_harnesses.hpp).
 // A harness with no input at all fails the test (nothing would have been checked).
 // Usage: fuzz_replay REPO_ROOT
 #include <algorithm>
@@ -9,8 +10,15 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
+#if defined(PCFUZZ_DEVICE)
+#include "device_harnesses.hpp"
+#define PCFUZZ_TABLE PCFUZZ_DEVICE_HARNESSES
+#else
 #include "harnesses.hpp"
+#define PCFUZZ_TABLE PCFUZZ_HARNESSES
+#endif
 
 namespace fs = std::filesystem;
 
@@ -46,13 +54,13 @@ int main(int argc, char** argv) {
     const size_t corpus = replay_dir(root / "tools/fuzz/corpus" / #name, pcfuzz::fuzz_##name);  \
     const size_t seeds = std::string(extra).empty() ? 0 : replay_dir(root / extra, pcfuzz::fuzz_##name); \
     const size_t regress = replay_dir(root / "tools/fuzz/regressions" / #name, pcfuzz::fuzz_##name); \
-    std::printf("%-12s corpus %zu, extra seeds %zu, regressions %zu\n", #name, corpus, seeds, regress); \
+    std::printf("%-18s corpus %zu, extra seeds %zu, regressions %zu\n", #name, corpus, seeds, regress); \
     if (corpus + seeds + regress == 0) {                                                        \
       std::printf("  FAIL: no inputs for %s\n", #name);                                         \
       ++failed;                                                                                 \
     }                                                                                           \
   }
-  PCFUZZ_HARNESSES(PCFUZZ_REPLAY)
+  PCFUZZ_TABLE(PCFUZZ_REPLAY)
 #undef PCFUZZ_REPLAY
   std::printf("%s\n", failed ? "FAILED" : "all harness inputs replayed without a failed check");
   return failed;

@@ -4,6 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstdlib>
+
+#if defined(PIPECODEC_EMU)
+#include "../emu/kernel_coverage.hpp"
+#endif
 
 int main(int argc, char** argv) {
   int count = 0;
@@ -12,5 +17,10 @@ int main(int argc, char** argv) {
     return 77;
   }
   doctest::Context ctx(argc, argv);
-  return ctx.run();
+  const int rc = ctx.run();
+#if defined(PIPECODEC_EMU)
+  if (const char* list = std::getenv("PIPECODEC_EMU_UNLAUNCHED"); list != nullptr && !ctx.shouldExit())
+    return rc | testemu::check_kernel_coverage(list);
+#endif
+  return rc;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "../common/state_check.hpp"
@@ -64,6 +65,21 @@ inline const char* const state_specs[] = {"quant:bits=4", "quant:bits=3,group=ro
                              "fp8:format=e5m2,group=32,round=stochastic", "mx:format=fp4_e2m1",
                              "quant:bits=2,group=64,round=stochastic,rotate=hadamard,rotate_block=32",
                              "quant:bits=3,group=64,outliers=2"};
+
+// Every bit width x rounding x (resident groups, tiled groups, outlier keeping): each fused
+// quantization kernel instantiation of a stateful scheme, launched once (the emulated suite's
+// kernel coverage check, tests/emu/kernel_coverage.hpp, fails on one that no test reaches).
+// The reduced suite takes every fifth.
+inline std::vector<std::string> fused_quant_sweep() {
+  std::vector<std::string> out;
+  int i = 0;
+  for (int bits = 1; bits <= 8; ++bits)
+    for (const char* round : {"nearest", "stochastic"})
+      for (const char* group : {"group=32", "group=512", "group=32,outliers=2"})
+        if (!testg::quick() || i++ % 5 == 0)
+          out.push_back("quant:bits=" + std::to_string(bits) + ",round=" + round + "," + group);
+  return out;
+}
 
 inline status device_verdict(const void* ws) {
   status* pinned = nullptr;

@@ -28,16 +28,20 @@ const shape shapes[] = {shape(0), shape(1), shape(1000), shape(4, 512), shape(3,
 
 TEST_CASE("rotation: GPU payloads and decodes equal the host backend") {
   testg::gpu_backend b;
-  uint64_t seed = 40;
+  uint64_t seed = 40, pair = 0;
   for (const char* text : specs)
-    for (const shape& shp : shapes)
+    for (const shape& shp : shapes) {
+      ++pair;
       for (dtype in_t : {dtype::f32, dtype::bf16}) {
+        // The reduced suite: every spec and shape still, in one input dtype (alternating).
+        if (testg::quick() && (in_t == dtype::bf16) != (pair % 2 == 1)) continue;
         CAPTURE(text);
         CAPTURE(shp.rows);
         CAPTURE(shp.cols);
         CAPTURE(int(in_t));
         testb::check_matches_host(b, testspec::parse(text), in_t, shp, ++seed, {dtype::f32, dtype::f16});
       }
+    }
 }
 
 TEST_CASE("rotation: non-finite inputs, default stream, graph capture and unaligned pointers") {

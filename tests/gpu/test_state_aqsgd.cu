@@ -17,10 +17,57 @@ struct cuda_aqsgd_side : cuda_store_side {
       : cuda_store_side(cfg, max_rows, pinned, pipecodec::cuda::aqsgd_workspace_bytes(cfg, max_rows)) {}
 };
 
+void check_aqsgd(const char* text, dtype t, bool pinned, uint64_t steps) {
+  CAPTURE_TEXT(text);
+  CAPTURE_TEXT(to_string(t));
+  CAPTURE(pinned);
+  const uint64_t cols = 160, max_rows = 12;
+  host::aqsgd_config c;
+  c.codec = parse(text);
+  c.cols = cols;
+  c.state_type = t;
+  c.capacity = 40;
+  host::aqsgd_state hs, hr;  // host sender (-> CUDA receiver), host receiver (<- CUDA sender)
+  REQUIRE(ok(hs.init(c, max_rows)));
+  REQUIRE(ok(hr.init(c, max_rows)));
+  cuda_aqsgd_side ds(c, max_rows, pinned), dr(c, max_rows, pinned);
+  const size_t cap = host::aqsgd_message_bytes(c, max_rows);
+  dmem msg(cap), batch(max_rows * cols * 4), out(max_rows * cols * 4);
+  std::vector<uint8_t> hm(cap);
+  for (uint64_t step = 0; step < steps; ++step) {
+    CAPTURE(step);
+    const uint64_t rows = 3 + step % (max_rows - 2);
+    const auto ids = batch_ids(rows, step, 30);
+    const bool warm = step == 2;
+    const shape shp(rows, cols);
+    const auto a = make_step(rows * cols, 50 + step, dtype::f32);
+    batch.put(a.bytes.data(), a.bytes.size());
+    if (pinned && step % 2 == 1) REQUIRE(ok(pipecodec::cuda::aqsgd_prefetch(dr.store, ids.data(), rows, nullptr)));
+    size_t dl = 0, hl = 0;
+    REQUIRE(ok(pipecodec::cuda::aqsgd_encode(c, ds.store, ids.data(), const_tensor_view(batch.p, dtype::f32, shp), warm,
+                                             msg.p, cap, ds.plan.p, ds.plan.n, ds.ws.p, ds.ws.n, step, nullptr, &dl)));
+    const auto dev_msg = msg.get(dl);
+    REQUIRE(ok(hr.decode(dev_msg.data(), dl, ids.data())));
+    REQUIRE(ok(hs.encode(ids.data(), const_tensor_view(a.bytes.data(), dtype::f32, shp), warm, hm.data(), cap, step,
+                         &hl)));
+    REQUIRE(hl == dl);
+    CHECK(dev_msg == std::vector<uint8_t>(hm.begin(), hm.begin() + hl));
+    msg.put(hm.data(), hl);
+    REQUIRE(ok(pipecodec::cuda::aqsgd_decode(c, dr.store, ids.data(), rows, warm, msg.p, hl,
+                                             tensor_view{out.p, dtype::f32, shp}, dr.plan.p, dr.plan.n, dr.ws.p, dr.ws.n,
+                                             nullptr)));
+    REQUIRE(device_verdict(dr.ws.p) == status::success);
+    REQUIRE(ok(pipecodec::cuda::aqsgd_commit(dr.store, dr.plan.p)));
+    const auto want = tstate::snapshot(hs);
+    CHECK(ds.snapshot() == want);
+    CHECK(dr.snapshot() == want);
+    CHECK(tstate::snapshot(hr) == want);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("CUDA AQ-SGD: host and CUDA sides stay bit-equal (device and pinned stores)") {
-  const uint64_t cols = 160, max_rows = 12;
   // resident groups, stochastic rounding, tiled whole-part groups, a non-fused codec
   const char* codecs[] = {"quant:bits=4,group=row", "quant:bits=2,group=32,round=stochastic",
                           "quant:bits=8,group=tensor", "topk:ratio=0.25,scope=row", "mx:format=fp6_e2m3",
@@ -28,54 +75,12 @@ TEST_CASE("CUDA AQ-SGD: host and CUDA sides stay bit-equal (device and pinned st
                           "quant:bits=2,group=row,outliers=3,round=stochastic"};
   for (const char* text : codecs)
     for (dtype t : dtypes)
-      for (bool pinned : {false, true}) {
-        CAPTURE_TEXT(text);
-        CAPTURE_TEXT(to_string(t));
-        CAPTURE(pinned);
-        host::aqsgd_config c;
-        c.codec = parse(text);
-        c.cols = cols;
-        c.state_type = t;
-        c.capacity = 40;
-        host::aqsgd_state hs, hr;  // host sender (-> CUDA receiver), host receiver (<- CUDA sender)
-        REQUIRE(ok(hs.init(c, max_rows)));
-        REQUIRE(ok(hr.init(c, max_rows)));
-        cuda_aqsgd_side ds(c, max_rows, pinned), dr(c, max_rows, pinned);
-        const size_t cap = host::aqsgd_message_bytes(c, max_rows);
-        dmem msg(cap), batch(max_rows * cols * 4), out(max_rows * cols * 4);
-        std::vector<uint8_t> hm(cap);
-        for (uint64_t step = 0; step < (testg::quick() ? 4u : 14u); ++step) {
-          CAPTURE(step);
-          const uint64_t rows = 3 + step % (max_rows - 2);
-          const auto ids = batch_ids(rows, step, 30);
-          const bool warm = step == 2;
-          const shape shp(rows, cols);
-          const auto a = make_step(rows * cols, 50 + step, dtype::f32);
-          batch.put(a.bytes.data(), a.bytes.size());
-          if (pinned && step % 2 == 1)
-            REQUIRE(ok(pipecodec::cuda::aqsgd_prefetch(dr.store, ids.data(), rows, nullptr)));
-          size_t dl = 0, hl = 0;
-          REQUIRE(ok(pipecodec::cuda::aqsgd_encode(c, ds.store, ids.data(), const_tensor_view(batch.p, dtype::f32, shp),
-                                                   warm, msg.p, cap, ds.plan.p, ds.plan.n, ds.ws.p, ds.ws.n, step,
-                                                   nullptr, &dl)));
-          const auto dev_msg = msg.get(dl);
-          REQUIRE(ok(hr.decode(dev_msg.data(), dl, ids.data())));
-          REQUIRE(ok(hs.encode(ids.data(), const_tensor_view(a.bytes.data(), dtype::f32, shp), warm, hm.data(), cap,
-                               step, &hl)));
-          REQUIRE(hl == dl);
-          CHECK(dev_msg == std::vector<uint8_t>(hm.begin(), hm.begin() + hl));
-          msg.put(hm.data(), hl);
-          REQUIRE(ok(pipecodec::cuda::aqsgd_decode(c, dr.store, ids.data(), rows, warm, msg.p, hl,
-                                                   tensor_view{out.p, dtype::f32, shp}, dr.plan.p, dr.plan.n, dr.ws.p,
-                                                   dr.ws.n, nullptr)));
-          REQUIRE(device_verdict(dr.ws.p) == status::success);
-          REQUIRE(ok(pipecodec::cuda::aqsgd_commit(dr.store, dr.plan.p)));
-          const auto want = tstate::snapshot(hs);
-          CHECK(ds.snapshot() == want);
-          CHECK(dr.snapshot() == want);
-          CHECK(tstate::snapshot(hr) == want);
-        }
-      }
+      for (bool pinned : {false, true}) check_aqsgd(text, t, pinned, testg::quick() ? 4 : 14);
+}
+
+TEST_CASE("CUDA AQ-SGD: every bit width and rounding, resident and tiled groups, outlier keeping") {
+  // Three steps: the first sends whole rows, the third is a warm-up step, the others deltas.
+  for (const std::string& text : fused_quant_sweep()) check_aqsgd(text.c_str(), dtype::f16, false, 4);
 }
 
 TEST_CASE("CUDA AQ-SGD receiver: rejected messages leave the store untouched") {

@@ -9,49 +9,59 @@ using namespace tgs;
 using tstate::make_step;
 using tstate::parse;
 
-TEST_CASE("CUDA EF21: host and CUDA sides stay bit-equal in both pairings") {
+namespace {
+
+void check_ef21(const char* text, dtype gt, uint64_t steps) {
+  CAPTURE_TEXT(text);
+  CAPTURE_TEXT(to_string(gt));
   const shape shp(5, 200);
   const uint64_t n = shp.size();
+  const spec s = parse(text);
+  const dtype xt = gt == dtype::f32 ? dtype::bf16 : dtype::f32;
+  host::ef21_state hs, hr;  // host sender (pairs with the CUDA receiver), host receiver
+  REQUIRE(ok(hs.init(s, shp, gt)));
+  REQUIRE(ok(hr.init(s, shp, gt)));
+  const size_t cap = encoded_bytes(s, shp), wsb = pipecodec::cuda::ef21_workspace_bytes(s, shp);
+  const size_t gb = n * dtype_bytes(gt);
+  dmem x(n * 4), gs(gb), gr(gb), pay(cap), ws(wsb), out(n * 4);
+  std::vector<uint8_t> hp(cap);
+  for (uint64_t step = 0; step < steps; ++step) {
+    CAPTURE(step);
+    const auto xs = make_step(n, 7 * step + 1, xt);
+    x.put(xs.bytes.data(), xs.bytes.size());
+    // CUDA sender -> host receiver.
+    size_t dl = 0, hl = 0;
+    REQUIRE(ok(pipecodec::cuda::ef21_encode(s, const_tensor_view(x.p, xt, shp), tensor_view{gs.p, gt, shp}, pay.p,
+                                            cap, ws.p, wsb, step, nullptr, &dl)));
+    const auto dev_payload = pay.get(dl);
+    REQUIRE(ok(hr.decode(dev_payload.data(), dl)));
+    // Host sender -> CUDA receiver (same input: same payload expected).
+    REQUIRE(ok(hs.encode(const_tensor_view(xs.bytes.data(), xt, shp), hp.data(), cap, step, &hl)));
+    REQUIRE(hl == dl);
+    CHECK(dev_payload == std::vector<uint8_t>(hp.begin(), hp.begin() + hl));
+    pay.put(hp.data(), hl);
+    REQUIRE(ok(pipecodec::cuda::ef21_decode(s.codec, pay.p, hl, tensor_view{gr.p, gt, shp},
+                                            tensor_view{out.p, dtype::f32, shp}, ws.p, wsb, nullptr)));
+    REQUIRE(device_verdict(ws.p) == status::success);
+    const auto want = tstate::snapshot(hs.state());
+    CHECK(gs.get(gb) == want);
+    CHECK(gr.get(gb) == want);
+    CHECK(tstate::snapshot(hr.state()) == want);
+    const auto o = out.get(n * 4);
+    const auto ref = tstate::to_f32(hs.state());
+    CHECK(memcmp(o.data(), ref.data(), n * 4) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("CUDA EF21: host and CUDA sides stay bit-equal in both pairings") {
   for (const char* text : state_specs)
-    for (dtype gt : dtypes) {
-      CAPTURE_TEXT(text);
-      CAPTURE_TEXT(to_string(gt));
-      const spec s = parse(text);
-      const dtype xt = gt == dtype::f32 ? dtype::bf16 : dtype::f32;
-      host::ef21_state hs, hr;  // host sender (pairs with the CUDA receiver), host receiver
-      REQUIRE(ok(hs.init(s, shp, gt)));
-      REQUIRE(ok(hr.init(s, shp, gt)));
-      const size_t cap = encoded_bytes(s, shp), wsb = pipecodec::cuda::ef21_workspace_bytes(s, shp);
-      const size_t gb = n * dtype_bytes(gt);
-      dmem x(n * 4), gs(gb), gr(gb), pay(cap), ws(wsb), out(n * 4);
-      std::vector<uint8_t> hp(cap);
-      for (uint64_t step = 0; step < (testg::quick() ? 2u : 5u); ++step) {
-        CAPTURE(step);
-        const auto xs = make_step(n, 7 * step + 1, xt);
-        x.put(xs.bytes.data(), xs.bytes.size());
-        // CUDA sender -> host receiver.
-        size_t dl = 0, hl = 0;
-        REQUIRE(ok(pipecodec::cuda::ef21_encode(s, const_tensor_view(x.p, xt, shp), tensor_view{gs.p, gt, shp},
-                                                pay.p, cap, ws.p, wsb, step, nullptr, &dl)));
-        const auto dev_payload = pay.get(dl);
-        REQUIRE(ok(hr.decode(dev_payload.data(), dl)));
-        // Host sender -> CUDA receiver (same input: same payload expected).
-        REQUIRE(ok(hs.encode(const_tensor_view(xs.bytes.data(), xt, shp), hp.data(), cap, step, &hl)));
-        REQUIRE(hl == dl);
-        CHECK(dev_payload == std::vector<uint8_t>(hp.begin(), hp.begin() + hl));
-        pay.put(hp.data(), hl);
-        REQUIRE(ok(pipecodec::cuda::ef21_decode(s.codec, pay.p, hl, tensor_view{gr.p, gt, shp},
-                                                tensor_view{out.p, dtype::f32, shp}, ws.p, wsb, nullptr)));
-        REQUIRE(device_verdict(ws.p) == status::success);
-        const auto want = tstate::snapshot(hs.state());
-        CHECK(gs.get(gb) == want);
-        CHECK(gr.get(gb) == want);
-        CHECK(tstate::snapshot(hr.state()) == want);
-        const auto o = out.get(n * 4);
-        const auto ref = tstate::to_f32(hs.state());
-        CHECK(memcmp(o.data(), ref.data(), n * 4) == 0);
-      }
-    }
+    for (dtype gt : dtypes) check_ef21(text, gt, testg::quick() ? 2 : 5);
+}
+
+TEST_CASE("CUDA EF21: every bit width and rounding, resident and tiled groups, outlier keeping") {
+  for (const std::string& text : fused_quant_sweep()) check_ef21(text.c_str(), dtype::f16, 2);
 }
 
 TEST_CASE("CUDA EF21 receiver: rejected payloads leave g untouched, with the host's status") {

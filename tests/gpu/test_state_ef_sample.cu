@@ -34,41 +34,46 @@ void put_negative_zero(std::vector<uint8_t>& bytes, dtype t, uint64_t i) {
   bytes[(i + 1) * w - 1] = 0x80;
 }
 
+void check_ef_sample(const char* text, dtype t, bool pinned, uint64_t steps) {
+  CAPTURE_TEXT(text);
+  CAPTURE_TEXT(to_string(t));
+  CAPTURE(pinned);
+  const uint64_t cols = 96, max_rows = 10;  // 96: groups of 128 span rows
+  const host::aqsgd_config c = tstate::store_config(text, cols, t, 36);
+  host::ef_sample_state h;
+  REQUIRE(ok(h.init(c, max_rows)));
+  cuda_ef_side d(c, max_rows, pinned);
+  dmem pay(h.payload_bytes()), x(max_rows * cols * 4);
+  std::vector<uint8_t> hp(h.payload_bytes());
+  for (uint64_t step = 0; step < steps; ++step) {
+    CAPTURE(step);
+    const uint64_t rows = 1 + step * 3 % max_rows;
+    const auto ids = batch_ids(rows, step, 30);
+    const dtype xt = dtypes[step % 3];
+    const shape shp(rows, cols);
+    auto in = make_step(shp.size(), 70 + step, xt);
+    for (uint64_t r = 0; r < rows; ++r) put_negative_zero(in.bytes, xt, r * cols + step % cols);
+    x.put(in.bytes.data(), in.bytes.size());
+    if (pinned && step % 2 == 1) REQUIRE(ok(pipecodec::cuda::aqsgd_prefetch(d.store, ids.data(), rows, nullptr)));
+    size_t hl = 0, dl = 0;
+    REQUIRE(ok(h.encode(ids.data(), const_tensor_view(in.bytes.data(), xt, shp), hp.data(), hp.size(), step, &hl)));
+    REQUIRE(ok(d.encode(ids.data(), const_tensor_view(x.p, xt, shp), pay, step, &dl)));
+    REQUIRE(dl == hl);
+    CHECK(pay.get(dl) == std::vector<uint8_t>(hp.begin(), hp.begin() + hl));
+    CHECK(d.snapshot() == snapshot(h));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("CUDA per-sample EF: payloads, table and residuals equal the host's (device and pinned stores)") {
-  const uint64_t cols = 96, max_rows = 10;  // 96: groups of 128 span rows
   for (const char* text : state_specs)
     for (dtype t : dtypes)
-      for (bool pinned : {false, true}) {
-        CAPTURE_TEXT(text);
-        CAPTURE_TEXT(to_string(t));
-        CAPTURE(pinned);
-        const host::aqsgd_config c = tstate::store_config(text, cols, t, 36);
-        host::ef_sample_state h;
-        REQUIRE(ok(h.init(c, max_rows)));
-        cuda_ef_side d(c, max_rows, pinned);
-        dmem pay(h.payload_bytes()), x(max_rows * cols * 4);
-        std::vector<uint8_t> hp(h.payload_bytes());
-        for (uint64_t step = 0; step < (testg::quick() ? 4u : 12u); ++step) {
-          CAPTURE(step);
-          const uint64_t rows = 1 + step * 3 % max_rows;
-          const auto ids = batch_ids(rows, step, 30);
-          const dtype xt = dtypes[step % 3];
-          const shape shp(rows, cols);
-          auto in = make_step(shp.size(), 70 + step, xt);
-          for (uint64_t r = 0; r < rows; ++r) put_negative_zero(in.bytes, xt, r * cols + step % cols);
-          x.put(in.bytes.data(), in.bytes.size());
-          if (pinned && step % 2 == 1) REQUIRE(ok(pipecodec::cuda::aqsgd_prefetch(d.store, ids.data(), rows, nullptr)));
-          size_t hl = 0, dl = 0;
-          REQUIRE(ok(h.encode(ids.data(), const_tensor_view(in.bytes.data(), xt, shp), hp.data(), hp.size(), step,
-                              &hl)));
-          REQUIRE(ok(d.encode(ids.data(), const_tensor_view(x.p, xt, shp), pay, step, &dl)));
-          REQUIRE(dl == hl);
-          CHECK(pay.get(dl) == std::vector<uint8_t>(hp.begin(), hp.begin() + hl));
-          CHECK(d.snapshot() == snapshot(h));
-        }
-      }
+      for (bool pinned : {false, true}) check_ef_sample(text, t, pinned, testg::quick() ? 4 : 12);
+}
+
+TEST_CASE("CUDA per-sample EF: every bit width and rounding, resident and tiled groups, outlier keeping") {
+  for (const std::string& text : fused_quant_sweep()) check_ef_sample(text.c_str(), dtype::bf16, false, 3);
 }
 
 TEST_CASE("CUDA per-sample EF owner: a copy of its store is the host's checkpoint and continues on the host") {

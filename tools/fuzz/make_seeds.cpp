@@ -1,10 +1,12 @@
-// Writes the committed seed corpora of the state_seq, policy_parse and checkpoint_restore
-// harnesses, deterministically (rerunning it rewrites the same files):
+// Writes the committed seed corpora of the state_seq, policy_parse, checkpoint_restore,
+// device_decode and device_encode harnesses, deterministically (rerunning it rewrites the same files):
 //   g++ -std=c++17 -Iinclude -Itools/fuzz tools/fuzz/make_seeds.cpp -o /tmp/make_seeds && /tmp/make_seeds
 // run from the repository root. Seeds: state_seq byte strings (one per codec family, for EF21
 // and AQ-SGD, with faults and corruptions on some steps); policy strings from docs/POLICY.md
 // and tests/host/test_policy_parse.cpp; checkpoints saved from real EF, EF21 and AQ-SGD states,
-// each after a selector byte (see checkpoint_restore.hpp).
+// each after a selector byte (see checkpoint_restore.hpp); device_decode: host payloads of every
+// codec family after a mode byte, and shared-mask pairs (see device_decode.hpp); device_encode:
+// TopK and RandK specs (device_encode.hpp).
 #include <fstream>
 #include <string>
 
@@ -38,6 +40,50 @@ std::vector<uint8_t> save_tensor(uint8_t sel, checkpoint_kind k, const_tensor_vi
   auto ck = pcfuzz::save_tensor(k, v);
   ck.insert(ck.begin(), sel);
   return ck;
+}
+
+// device_decode seeds: a payload of `text` encoding a 3 x 70 tensor (a smooth ramp with two
+// outliers) after each mode byte (dtype, accumulate, call), and with the TopK mask of the same
+// tensor when `mask_spec` is given (shared-mask call).
+bool device_decode_seeds(const std::string& name, const char* text, const char* mask_spec = nullptr) {
+  spec s, ms;
+  if (!ok(parse_spec(text, s)) || (mask_spec && !ok(parse_spec(mask_spec, ms)))) return false;
+  const shape shp(3, 70);
+  std::vector<float> x(shp.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 53) - 26) * 0.125F;
+  x[17] = 40.0F;
+  x[150] = -33.0F;
+  const uint64_t ids[3] = {11, 7, 1u << 20};
+  auto encode = [&](const spec& e, const std::vector<uint8_t>* mask) {
+    std::vector<uint8_t> payload(encoded_bytes(e, shp)), ws(workspace_bytes(e, shp));
+    const const_tensor_view v{x.data(), dtype::f32, shp};
+    size_t written = 0;
+    const status st = mask ? host::encode_shared(e, v, mask->data(), mask->size(), payload.data(), payload.size(),
+                                                 ws.data(), ws.size(), 5, &written)
+                           : host::encode(e, v, payload.data(), payload.size(), ws.data(), ws.size(),
+                                          randomness(5, ids), &written);
+    payload.resize(written);
+    return ok(st) ? payload : std::vector<uint8_t>();
+  };
+  if (mask_spec) {
+    const std::vector<uint8_t> mask = encode(ms, nullptr), values = mask.empty() ? mask : encode(s, &mask);
+    if (values.empty()) return false;
+    for (uint8_t mode : {0x10, 0x15}) {
+      std::vector<uint8_t> in{mode, uint8_t(mask.size()), uint8_t(mask.size() >> 8)};
+      in.insert(in.end(), mask.begin(), mask.end());
+      in.insert(in.end(), values.begin(), values.end());
+      write("device_decode", name + "_" + std::to_string(mode), in);
+    }
+    return true;
+  }
+  const std::vector<uint8_t> payload = encode(s, nullptr);
+  if (payload.empty()) return false;
+  for (uint8_t mode : {0x00, 0x05, 0x0a, 0x18}) {  // fp32; fp16 accumulate; bf16 naming the codec; other rank
+    std::vector<uint8_t> in{mode};
+    in.insert(in.end(), payload.begin(), payload.end());
+    write("device_decode", name + "_" + std::to_string(mode), in);
+  }
+  return true;
 }
 
 }  // namespace
@@ -98,6 +144,41 @@ int main() {
       write("checkpoint_restore", std::string("aqsgd_") + to_string(t) + "_cap" + std::to_string(cap_pick), ck);
     }
   }
-  std::printf("seeds written under tools/fuzz/corpus/{state_seq,policy_parse,checkpoint_restore}\n");
+  // device_decode: each codec family and its payload variants.
+  const char* const payloads[][2] = {
+      {"quant8", "quant:bits=8"},
+      {"quant3_row_stoch", "quant:bits=3,group=row,round=stochastic,scale=absmax"},
+      {"quant4_keyed", "quant:bits=4,group=row,round=stochastic,rng=sample"},
+      {"quant2_rotated", "quant:bits=2,group=64,rotate=hadamard"},
+      {"quant4_outliers", "quant:bits=4,group=32,outliers=3,scale_dtype=fp16"},
+      {"plain_bf16", "plain:dtype=bf16"},
+      {"fp8_e5m2", "fp8:format=e5m2,group=row"},
+      {"mx_fp4", "mx:format=fp4_e2m1"},
+      {"lowrank_r2", "lowrank:rank=2"},
+      {"topk_tensor", "topk:ratio=0.1"},
+      {"topk_row_u16_quant", "topk:k=9,scope=row,index=u16,values=quant,bits=4"},
+      {"topk_bitmap_f16", "topk:ratio=0.4,index=bitmap,values=f16"},
+      {"randk_unbiased", "randk:k=20,seed=3,unbiased=1"},
+      {"randk_keyed", "randk:k=8,scope=row,rng=sample"}};
+  for (const auto& p : payloads)
+    if (!device_decode_seeds(p[0], p[1])) return std::fprintf(stderr, "cannot encode %s\n", p[1]), 1;
+  if (!device_decode_seeds("shared_row", "topk:k=9,scope=row,mask=shared,values=bf16", "topk:k=9,scope=row") ||
+      !device_decode_seeds("shared_tensor", "topk:ratio=0.2,mask=shared", "topk:ratio=0.2"))
+    return std::fprintf(stderr, "cannot encode the shared-mask seeds\n"), 1;
+  // device_encode (its other seeds are the round-trip corpus): TopK and RandK, the case the
+  // round-trip harness lacks. Layout: case 4 | mode | k | seed (2) | [vquant: 4] | shape (rows x
+  // cols) | dtype | seed (8; top bit: keyed) | data mode | exponent | data.
+  const uint8_t topk_modes[] = {0x00, 0x03, 0x06, 0x0e, 0x11, 0x22, 0x31, 0x43, 0x2a, 0x3b};
+  for (size_t i = 0; i < sizeof topk_modes; ++i) {
+    const uint8_t m = topk_modes[i];
+    std::vector<uint8_t> in{4, m, uint8_t(i % 2 ? 0x85 : 12 * i + 3), uint8_t(i), 0};
+    if ((1 + (m >> 4) % 4) == 4) in.insert(in.end(), {uint8_t(i), uint8_t(i * 3), 0, uint8_t(i * 5)});
+    in.insert(in.end(), {1, uint8_t(1 + i % 4), uint8_t(40 + 37 * i), uint8_t(i % 3 == 0), uint8_t(i)});
+    for (int b = 0; b < 8; ++b) in.push_back(uint8_t(b == 7 && i % 3 == 1 ? 0x80 : 13 * b + i));
+    in.insert(in.end(), {1, 30});
+    for (int b = 0; b < 96; ++b) in.push_back(uint8_t(pcfuzz::mix64(i * 131 + b)));
+    write("device_encode", "topk_" + std::to_string(i), in);
+  }
+  std::printf("seeds written under tools/fuzz/corpus/{state_seq,policy_parse,checkpoint_restore,device_*}\n");
   return 0;
 }

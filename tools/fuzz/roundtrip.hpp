@@ -41,6 +41,26 @@ inline std::vector<uint8_t> fuzz_input(reader& r, pipecodec::dtype t, uint64_t n
   return in;
 }
 
+// When the seed's top bit is set, keys the spec's draws by sample (rng=sample) where its
+// groups or positions stay inside rows, and returns one id per row (from the seed).
+inline std::vector<uint64_t> key_by_sample(pipecodec::spec& s, pipecodec::shape shp, uint64_t seed) {
+  using namespace pipecodec;
+  std::vector<uint64_t> ids;
+  if ((seed >> 63) == 0) return ids;
+  const bool quant_rows = s.codec == codec_id::quant && s.quant.round == rounding::stochastic &&
+                          s.quant.group == group_kind::row;
+  const bool float_rows = is_float_codec(s.codec) && s.flt.round == rounding::stochastic &&
+                          (s.codec == codec_id::mx || s.flt.group == group_kind::row);
+  const bool randk_rows = s.codec == codec_id::randk && s.topk.scope == topk_scope::row &&
+                          s.topk.values != value_kind::quant && !s.topk.shared_mask;
+  if (quant_rows) s.quant.rng = rng_key::sample;
+  if (float_rows) s.flt.rng = rng_key::sample;
+  if (randk_rows) s.topk.rng = rng_key::sample;
+  if (quant_rows || float_rows || randk_rows)
+    for (uint64_t row = 0; row < shp.rows; ++row) ids.push_back(detail::sample_key(seed, row));
+  return ids;
+}
+
 inline int fuzz_roundtrip(const uint8_t* data, size_t size) {
   using namespace pipecodec;
   reader r(data, size);
@@ -50,19 +70,9 @@ inline int fuzz_roundtrip(const uint8_t* data, size_t size) {
   const shape shp = fuzz_shape(r);
   const dtype in_t = dtype_from(r.u8());
   const uint64_t seed = r.u64();
-  // rng=sample where the groups stay inside rows, when the seed's top bit is set (ids from the
-  // seed): every property below holds for draws keyed by sample too.
-  std::vector<uint64_t> ids;
-  if ((seed >> 63) != 0) {
-    const bool quant_rows = s.codec == codec_id::quant && s.quant.round == rounding::stochastic &&
-                            s.quant.group == group_kind::row;
-    const bool float_rows = is_float_codec(s.codec) && s.flt.round == rounding::stochastic &&
-                            (s.codec == codec_id::mx || s.flt.group == group_kind::row);
-    if (quant_rows) s.quant.rng = rng_key::sample;
-    if (float_rows) s.flt.rng = rng_key::sample;
-    if (quant_rows || float_rows)
-      for (uint64_t row = 0; row < shp.rows; ++row) ids.push_back(detail::sample_key(seed, row));
-  }
+  // rng=sample where the groups stay inside rows, when the seed's top bit is set: every
+  // property below holds for draws keyed by sample too.
+  const std::vector<uint64_t> ids = key_by_sample(s, shp, seed);
   const randomness rnd(seed, ids.empty() ? nullptr : ids.data());
   const uint64_t n = shp.size();
   const std::vector<uint8_t> in = fuzz_input(r, in_t, n);

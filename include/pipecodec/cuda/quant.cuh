@@ -2,6 +2,8 @@
 // dispatch (dtype x bits, then rounding) to the kernels of detail/quant_encode.cuh.
 #pragma once
 
+#include <type_traits>
+
 #include "../core/dispatch.hpp"
 #include "../core/buffers.hpp"
 #include "detail/quant_encode.cuh"
@@ -24,15 +26,19 @@ inline header quant_header(const quant_params& q, const_tensor_view in, const de
 
 namespace detail {
 
-template <uint32_t B, rounding R, class Src, class Sink>
+// MayBeResident = false where the layout is known to be tiled (outlier keeping), so the
+// resident kernel is not instantiated for sources that never reach it.
+template <uint32_t B, rounding R, bool MayBeResident = true, class Src, class Sink>
 inline void launch_quant_encode(Src src, Sink sink, const quant_params& q, const quant_layout& L,
                                 const quant_workspace& W, const header& h, const randomness& rnd, uint8_t* p,
                                 uint8_t* ws, uint32_t cap, cudaStream_t stream, bool with_header = true) {
-  if (!W.tiled) {
-    const uint32_t grid = grid_for(ceil_div(L.groups, quant_batch_groups), block_warps, cap);
-    launch<quant_encode_resident_kernel<B, R, Src, Sink>>(grid, block_threads, 0, stream, src, sink, q, L, h, rnd, p,
-                                                         with_header);
-    return;
+  if constexpr (MayBeResident) {
+    if (!W.tiled) {
+      const uint32_t grid = grid_for(ceil_div(L.groups, quant_batch_groups), block_warps, cap);
+      launch<quant_encode_resident_kernel<B, R, Src, Sink>>(grid, block_threads, 0, stream, src, sink, q, L, h, rnd,
+                                                           p, with_header);
+      return;
+    }
   }
   const uint32_t tile_grid = grid_for(W.tiles, block_warps, cap);
   if (L.outliers != 0) {  // never embedded (TopK's values refuse outliers): with_header holds
@@ -78,11 +84,12 @@ inline status launch_quant(Src src, Sink sink, const quant_params& q, const quan
   uint8_t* ws = align_workspace(workspace);
   return dispatch_bits(q.bits, [&](auto bc) {
     constexpr uint32_t B = decltype(bc)::value;
-    const auto encode = [&](auto from, auto to) {
+    const auto encode = [&](auto from, auto to, auto may_be_resident) {
+      constexpr bool Resident = decltype(may_be_resident)::value;
       if (q.round == rounding::nearest)
-        launch_quant_encode<B, rounding::nearest>(from, to, q, P.L, P.W, h, rnd, p, ws, P.cap, stream);
+        launch_quant_encode<B, rounding::nearest, Resident>(from, to, q, P.L, P.W, h, rnd, p, ws, P.cap, stream);
       else
-        launch_quant_encode<B, rounding::stochastic>(from, to, q, P.L, P.W, h, rnd, p, ws, P.cap, stream);
+        launch_quant_encode<B, rounding::stochastic, Resident>(from, to, q, P.L, P.W, h, rnd, p, ws, P.cap, stream);
     };
     // Stateful schemes (a sink) after a rotated or outlier-keeping encode: the decoded
     // values, rotated back or with the outliers in place, go to the sink in a pass of its own.
@@ -99,10 +106,10 @@ inline status launch_quant(Src src, Sink sink, const quant_params& q, const quan
     };
     if (q.rotate == rotation::none || P.L.n == 0) {
       if (q.outliers == 0 || P.L.n == 0) {
-        encode(src, sink);
+        encode(src, sink, std::true_type{});
         return last_launch_status();
       }
-      encode(src, no_sink{});
+      encode(src, no_sink{}, std::false_type{});  // outlier keeping is always tiled
       decoded_to_sink(grid_for(P.W.tiles, block_warps, P.cap), 0);
       return last_launch_status();
     }
@@ -112,7 +119,7 @@ inline status launch_quant(Src src, Sink sink, const quant_params& q, const quan
     const size_t smem = size_t(4) << R.log2;
     float* y = reinterpret_cast<float*>(ws + P.W.rotated_offset);
     launch<rotate_kernel<Src>>(grid, block_threads, smem, stream, src, R, seed, y);
-    encode(tensor_source<dtype::f32>{y}, no_sink{});
+    encode(tensor_source<dtype::f32>{y}, no_sink{}, std::true_type{});
     decoded_to_sink(grid, smem);
     return last_launch_status();
   });

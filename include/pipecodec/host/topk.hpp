@@ -138,16 +138,17 @@ inline status encode_topk(const spec& s, const_tensor_view in, void* payload, si
   return encode_sparse(d, in, rnd.sample_ids, nullptr, payload, capacity, ws, ws_size, written);
 }
 
-// A TopK payload whose positions a shared-mask payload may use: parsed and validated.
+// A TopK payload whose positions a shared-mask payload may use: its header, index section and
+// padding (its positions: validate_positions, after the pairing and output checks).
 inline status parse_mask(const void* mask, size_t mask_len, topk_payload& mp) {
   status st = parse_topk_payload(mask, mask_len, mp);
   if (!ok(st)) return st;
   if (!has_index_section(mp.desc)) return status::invalid_argument;
-  if (!topk_padding_zero(mp)) return status::corrupt_payload;
-  return validate_positions(mp);
+  return topk_padding_zero(mp) ? status::success : status::corrupt_payload;
 }
 
-// The mask must describe the same shape, scope and k as the values payload.
+// The mask must describe the same shape, scope and k as the values payload. Its positions
+// are validated after this and the output checks, as the CUDA backend's grid does.
 inline status check_pairing(const topk_desc& d, const shape& shp, const topk_payload& mp) {
   if (mp.hdr.shp != shp) return status::shape_mismatch;
   if (mp.desc.scope != d.scope || mp.desc.k != d.k) return status::invalid_argument;
@@ -164,6 +165,7 @@ inline status encode_shared(const spec& s, const_tensor_view in, const void* mas
   topk_payload mp;
   if (!ok(st = parse_mask(mask, mask_len, mp))) return st;
   if (!ok(st = check_pairing(d, in.shp, mp))) return st;
+  if (!ok(st = validate_positions(mp))) return st;
   if (overlaps(mask, mask_len, payload, capacity)) return status::aliasing;
   return encode_sparse(d, in, nullptr, &mp, payload, capacity, ws, ws_size, written);
 }
@@ -232,6 +234,7 @@ inline status decode_shared(const void* values, size_t len, const void* mask, si
   if (!ok(st = check_output(tp, values, out, nullptr, 0))) return st;
   if (overlaps(out.data, tp.layout.n * dtype_bytes(out.type), mask, mask_len)) return status::aliasing;
   if (!topk_padding_zero(tp)) return status::corrupt_payload;
+  if (!ok(st = validate_positions(mp))) return st;
   if (!ok(st = validate_values(tp))) return st;
   return scatter<Accumulate>(tp, &mp, out, nullptr, 0);
 }

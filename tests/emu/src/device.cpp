@@ -86,6 +86,15 @@ struct launch_stats {
 
 }  // namespace
 
+namespace {
+std::vector<const kernel_counter*>& kernel_registry() {
+  static std::vector<const kernel_counter*> all;  // filled before main, read after
+  return all;
+}
+}  // namespace
+
+kernel_counter::kernel_counter(const char* kernel) : name(kernel) { kernel_registry().push_back(this); }
+
 void count_launch(const kernel_launch& k) {
   if (config().stats == nullptr) return;
   static launch_stats stats;
@@ -129,6 +138,13 @@ std::string kernel_name_from(const char* pretty) {
 }
 
 }  // namespace pipecodec_emu::detail
+
+std::vector<std::pair<std::string, uint64_t>> pipecodec_emu::kernel_launches() {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const detail::kernel_counter* k : detail::kernel_registry()) out.emplace_back(k->name, k->launches.load());
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 using namespace pipecodec_emu::detail;
 

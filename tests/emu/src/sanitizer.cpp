@@ -8,7 +8,17 @@
 
 #include "internal.hpp"
 
+// GCC defines __SANITIZE_ADDRESS__ under -fsanitize=address; clang (the device fuzz
+// harnesses, tools/fuzz/run) says so through __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
+#define PIPECODEC_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PIPECODEC_EMU_ASAN 1
+#endif
+#endif
+
+#if defined(PIPECODEC_EMU_ASAN)
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
@@ -81,7 +91,7 @@ void ignore_end() {
   if (tsan()) __tsan_ignore_thread_end();
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PIPECODEC_EMU_ASAN)
 void start_switch(void** fake_stack, const void* bottom, size_t size) {
   __sanitizer_start_switch_fiber(fake_stack, bottom, size);
 }

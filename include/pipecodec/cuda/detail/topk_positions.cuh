@@ -195,10 +195,12 @@ __device__ void for_each_position(const topk_payload& tp, const ulonglong2* offs
 
 // Blocks that validate or enumerate the positions of a payload of n elements and at most
 // `units` units (the decoder knows only the output's rows): one per unit, or about one per
-// chunk on the grid path (the kernels stride over the rest).
+// chunk on the grid path (the kernels stride over the rest). Units beyond n are empty (rows
+// of no columns): 2^46 of them, which a hostile header may declare, need no block each.
 inline uint32_t positions_grid(uint64_t units, uint64_t n) {
   const uint64_t chunks = n >= topk_grid_min_len ? topk_chunks_for(n).count : 0;
-  const uint64_t g = units > chunks ? units : chunks;
+  const uint64_t busy = units < n ? units : n;
+  const uint64_t g = busy > chunks ? busy : chunks;
   return g == 0 ? 1u : g < 65535 ? uint32_t(g) : 65535u;
 }
 

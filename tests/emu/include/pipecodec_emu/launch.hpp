@@ -3,11 +3,14 @@
 // stream; shared(site) hands each block its own storage for a PIPECODEC_SHARED declaration.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "types.hpp"
 
@@ -34,6 +37,16 @@ const char* kernel_name() {
   static const std::string name = kernel_name_from(__PRETTY_FUNCTION__);
   return name.c_str();
 }
+
+// Every kernel instantiation the program contains (launch<K> names it) registers itself
+// before main; launch() counts its launches. kernel_launches() lists them all.
+struct kernel_counter {
+  const char* name;
+  std::atomic<uint64_t> launches{0};
+  explicit kernel_counter(const char* kernel);  // registers (src/device.cpp)
+};
+template <auto Kernel>
+inline kernel_counter kernel_launch_counter{kernel_name<Kernel>()};
 
 template <class F>
 struct kernel_params;
@@ -70,6 +83,7 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, con
   k.dynamic_shared = shared_bytes;
   k.body = &detail::invoke<Kernel, tuple>;
   k.params = std::make_shared<const tuple>(args...);
+  detail::kernel_launch_counter<Kernel>.launches.fetch_add(1, std::memory_order_relaxed);
   // GCC 12 does not instantiate a kernel template named only as a template argument inside
   // another template (launch<kernel<block_threads>> in a function template): a call it
   // cannot prove dead makes it odr-used.
@@ -88,4 +102,8 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, con
 
 namespace pipecodec_emu {
 inline void* dynamic_shared() { return detail::dynamic_shared(); }
+
+// Each kernel instantiation of the program, as the compiler spells it, with its launches so
+// far (a graph's kernels count once, when captured), sorted by name.
+std::vector<std::pair<std::string, uint64_t>> kernel_launches();
 }  // namespace pipecodec_emu
