@@ -3,3 +3,4 @@
 #include "device_harnesses.hpp"
 
 #include "device_encode.hpp"  // and device_decode.hpp
+#include "device_state.hpp"

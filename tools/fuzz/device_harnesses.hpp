@@ -11,8 +11,10 @@
 namespace pcfuzz {
 int fuzz_device_decode(const uint8_t* data, size_t size);  // device_decode.hpp
 int fuzz_device_encode(const uint8_t* data, size_t size);  // device_encode.hpp
+int fuzz_device_state(const uint8_t* data, size_t size);   // device_state.hpp
 }  // namespace pcfuzz
 
 #define PCFUZZ_DEVICE_HARNESSES(X) \
   X(device_decode, "")             \
-  X(device_encode, "tools/fuzz/corpus/roundtrip")
+  X(device_encode, "tools/fuzz/corpus/roundtrip") \
+  X(device_state, "")

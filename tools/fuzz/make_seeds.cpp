@@ -1,12 +1,13 @@
 // Writes the committed seed corpora of the state_seq, policy_parse, checkpoint_restore,
-// device_decode and device_encode harnesses, deterministically (rerunning it rewrites the same files):
+// device_decode, device_encode and device_state harnesses, deterministically (rerunning it
+// rewrites the same files):
 //   g++ -std=c++17 -Iinclude -Itools/fuzz tools/fuzz/make_seeds.cpp -o /tmp/make_seeds && /tmp/make_seeds
 // run from the repository root. Seeds: state_seq byte strings (one per codec family, for EF21
 // and AQ-SGD, with faults and corruptions on some steps); policy strings from docs/POLICY.md
 // and tests/host/test_policy_parse.cpp; checkpoints saved from real EF, EF21 and AQ-SGD states,
 // each after a selector byte (see checkpoint_restore.hpp); device_decode: host payloads of every
 // codec family after a mode byte, and shared-mask pairs (see device_decode.hpp); device_encode:
-// TopK and RandK specs (device_encode.hpp).
+// TopK and RandK specs (device_encode.hpp); device_state: EF21 payloads (device_state.hpp).
 #include <fstream>
 #include <string>
 
@@ -165,6 +166,32 @@ int main() {
   if (!device_decode_seeds("shared_row", "topk:k=9,scope=row,mask=shared,values=bf16", "topk:k=9,scope=row") ||
       !device_decode_seeds("shared_tensor", "topk:ratio=0.2,mask=shared", "topk:ratio=0.2"))
     return std::fprintf(stderr, "cannot encode the shared-mask seeds\n"), 1;
+  // device_state: EF21 receive steps, a payload of each family after the receiver's config
+  // (codec byte, g dtype byte, rows, cols u16), and one configured for another codec.
+  const char* const ef21_specs[][2] = {{"quant4", "quant:bits=4,group=row"},
+                                       {"topk_row", "topk:k=9,scope=row"},
+                                       {"randk_tensor", "randk:ratio=0.1,seed=2"},
+                                       {"plain_f16", "plain:dtype=fp16"},
+                                       {"fp8_e4m3", "fp8:format=e4m3,round=stochastic"},
+                                       {"lowrank_r3", "lowrank:rank=3"}};
+  for (size_t i = 0; i < sizeof ef21_specs / sizeof *ef21_specs; ++i) {
+    spec e;
+    if (!ok(parse_spec(ef21_specs[i][1], e))) return std::fprintf(stderr, "bad spec %s\n", ef21_specs[i][1]), 1;
+    const shape shp(3, 70);
+    std::vector<float> x(shp.size());
+    for (size_t j = 0; j < x.size(); ++j) x[j] = float(int(j % 41) - 20) * 0.0625F;
+    std::vector<uint8_t> payload(encoded_bytes(e, shp)), ws(workspace_bytes(e, shp));
+    size_t written = 0;
+    if (!ok(host::encode(e, const_tensor_view{x.data(), dtype::f32, shp}, payload.data(), payload.size(), ws.data(),
+                         ws.size(), randomness(3), &written)))
+      return std::fprintf(stderr, "cannot encode %s\n", ef21_specs[i][1]), 1;
+    payload.resize(written);
+    for (uint8_t other : {0, 1}) {
+      std::vector<uint8_t> in{uint8_t(uint8_t(e.codec) - 1 + other), uint8_t(i), 3, 70, 0};
+      in.insert(in.end(), payload.begin(), payload.end());
+      write("device_state", std::string(ef21_specs[i][0]) + (other ? "_other_codec" : ""), in);
+    }
+  }
   // device_encode (its other seeds are the round-trip corpus): TopK and RandK, the case the
   // round-trip harness lacks. Layout: case 4 | mode | k | seed (2) | [vquant: 4] | shape (rows x
   // cols) | dtype | seed (8; top bit: keyed) | data mode | exponent | data.
