@@ -31,7 +31,8 @@ inline void make_topk_spec(reader& r, pipecodec::spec& s) {
   }
 }
 
-// The device encode of `in` into a payload of `cap` bytes (its own status; written bytes out).
+// The CUDA encode of `in` (with `mask`: shared-mask values against it) into a device payload
+// of encoded_bytes(); `payload` receives the bytes written.
 inline pipecodec::status device_encode(const pipecodec::spec& s, const std::vector<uint8_t>& in, pipecodec::dtype t,
                                        pipecodec::shape shp, const std::vector<uint64_t>& ids, uint64_t seed,
                                        const std::vector<uint8_t>* mask, std::vector<uint8_t>& payload) {

@@ -84,13 +84,11 @@ struct launch_stats {
   }
 };
 
-}  // namespace
-
-namespace {
 std::vector<const kernel_counter*>& kernel_registry() {
   static std::vector<const kernel_counter*> all;  // filled before main, read after
   return all;
 }
+
 }  // namespace
 
 kernel_counter::kernel_counter(const char* kernel) : name(kernel) { kernel_registry().push_back(this); }
