@@ -185,8 +185,8 @@ TEST_CASE("stateful sizes above 2^32 elements: 64-bit size math, checked before 
   const uint64_t bound = host::aqsgd_message_bytes(c, rows);
   REQUIRE(bound > 0);
   for (uint64_t w : {uint64_t(0), uint64_t(1), rows / 3, rows - 1, rows}) {
-    const uint64_t split = aqsgd_header_bytes + detail::align16(rows) + host::detail::part_bytes(c.warmup, w, c.cols) +
-                           host::detail::part_bytes(c.codec, rows - w, c.cols);
+    const uint64_t split = aqsgd_header_bytes + detail::align16(rows) + aqsgd_part_bytes(c.warmup, w, c.cols) +
+                           aqsgd_part_bytes(c.codec, rows - w, c.cols);
     CHECK(bound >= split);
   }
   CHECK(host::aqsgd_message_bytes(c, host::aqsgd_exact_bound_rows + 1) >=

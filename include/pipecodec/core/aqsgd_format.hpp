@@ -11,6 +11,7 @@
 
 #include "format.hpp"
 #include "sample_ids.hpp"
+#include "sizes.hpp"
 
 namespace pipecodec {
 
@@ -30,6 +31,14 @@ struct aqsgd_frame {
   PIPECODEC_HD uint64_t delta_offset() const { return warm_offset() + detail::align16(warm_bytes); }
   PIPECODEC_HD uint64_t end_offset() const { return delta_offset() + detail::align16(delta_bytes); }
 };
+
+// Bytes of one part (the codec's payload and its sample-id section) of `rows` rows of `cols`;
+// 0 for no rows or a shape the spec cannot encode. Both backends size the parts with it.
+inline uint64_t aqsgd_part_bytes(const spec& s, uint64_t rows, uint64_t cols) {
+  if (rows == 0) return 0;
+  const uint64_t b = encoded_bytes(s, shape(rows, cols));
+  return b == 0 ? 0 : detail::align16(b) + sample_ids_bytes(rows);
+}
 
 namespace detail {
 

@@ -16,12 +16,6 @@ namespace pipecodec::host {
 
 namespace detail {
 
-inline uint64_t part_bytes(const spec& s, uint64_t rows, uint64_t cols) {
-  if (rows == 0) return 0;
-  const uint64_t b = encoded_bytes(s, shape(rows, cols));
-  return b == 0 ? 0 : align16(b) + sample_ids_bytes(rows);
-}
-
 // Loads m of the delta rows into their fp32 scratch rows, ready for decode_accumulate.
 template <dtype T>
 inline void gather_delta(const aqsgd_store& s, const uint8_t* kinds, const uint64_t* slots,
@@ -106,12 +100,12 @@ constexpr uint64_t aqsgd_exact_bound_rows = 65536;
 inline size_t aqsgd_message_bytes(const aqsgd_config& c, uint64_t rows) {
   if (!ok(detail::check_config(c)) || rows > max_elements / c.cols) return 0;
   if (rows > aqsgd_exact_bound_rows) {
-    const uint64_t a = detail::part_bytes(c.warmup, rows, c.cols), b = detail::part_bytes(c.codec, rows, c.cols);
+    const uint64_t a = aqsgd_part_bytes(c.warmup, rows, c.cols), b = aqsgd_part_bytes(c.codec, rows, c.cols);
     return a == 0 || b == 0 ? 0 : size_t(aqsgd_header_bytes + detail::align16(rows) + a + b);
   }
   uint64_t worst = 0;
   for (uint64_t w = 0; w <= rows; ++w) {
-    const uint64_t a = detail::part_bytes(c.warmup, w, c.cols), b = detail::part_bytes(c.codec, rows - w, c.cols);
+    const uint64_t a = aqsgd_part_bytes(c.warmup, w, c.cols), b = aqsgd_part_bytes(c.codec, rows - w, c.cols);
     if ((w > 0 && a == 0) || (w < rows && b == 0)) return 0;
     worst = std::max(worst, a + b);
   }

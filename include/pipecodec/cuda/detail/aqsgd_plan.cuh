@@ -42,13 +42,6 @@ inline aqsgd_plan_layout plan_layout(uint64_t rows) {
   return L;
 }
 
-// Bytes of one payload part (codec payload + id section) of `prow` rows; 0 for no rows.
-inline uint64_t part_payload_bytes(const spec& s, uint64_t prow, uint64_t cols) {
-  if (prow == 0) return 0;
-  const uint64_t b = encoded_bytes(s, shape(prow, cols));
-  return b == 0 ? 0 : b + sample_ids_bytes(prow);
-}
-
 struct aqsgd_planned {
   aqsgd_frame frame;
   uint64_t known = 0;        // table count before the batch: slots at or above are new samples
@@ -108,8 +101,8 @@ inline status make_plan(const host::aqsgd_config& c, const aqsgd_table& t, const
     pids[q] = ids[r];
     bids[r] = ids[r];
   }
-  f.warm_bytes = part_payload_bytes(c.warmup, f.warm_rows, c.cols);
-  f.delta_bytes = part_payload_bytes(c.codec, rows - f.warm_rows, c.cols);
+  f.warm_bytes = aqsgd_part_bytes(c.warmup, f.warm_rows, c.cols);
+  f.delta_bytes = aqsgd_part_bytes(c.codec, rows - f.warm_rows, c.cols);
   if ((f.warm_rows > 0 && f.warm_bytes == 0) || (f.warm_rows < rows && f.delta_bytes == 0))
     return status::invalid_spec;
   f.total_bytes = f.end_offset();
