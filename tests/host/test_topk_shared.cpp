@@ -105,6 +105,14 @@ TEST_CASE("shared mask: mismatched or unusable masks are refused, outputs untouc
   bad[tp.layout.index_offset] ^= 1;                 // one unit then holds k +- 1 positions
   CHECK(host::decode_shared(vals.data(), vals.size(), bad.data(), bad.size(), ov) == status::corrupt_payload);
   CHECK(p.encode_grad(v2, p.bwd, bad, p.shp) == status::corrupt_payload);
+  // Corrupt positions and another shape: the pairing is checked first, as on the device
+  // (tools/fuzz/regressions/device_decode/shared-mask-bad-positions-other-shape).
+  auto bad3 = mask3;
+  REQUIRE(ok(detail::parse_topk_payload(bad3.data(), bad3.size(), tp)));
+  REQUIRE(tp.desc.index == index_layout::bitmap);
+  bad3[tp.layout.index_offset] ^= 1;
+  CHECK(host::decode_shared(vals.data(), vals.size(), bad3.data(), bad3.size(), ov) == status::shape_mismatch);
+  CHECK(p.encode_grad(v2, p.bwd, bad3, p.shp) == status::shape_mismatch);
   // Truncated values payload.
   CHECK(host::decode_shared(vals.data(), vals.size() - 1, p.mask.data(), p.mask.size(), ov) == status::truncated);
   // A plain TopK spec is not a shared-mask spec; a shared-mask spec cannot go through encode().
