@@ -7,10 +7,12 @@
 // and tests/host/test_policy_parse.cpp; checkpoints saved from real EF, EF21 and AQ-SGD states,
 // each after a selector byte (see checkpoint_restore.hpp); device_decode: host payloads of every
 // codec family after a mode byte, and shared-mask pairs (see device_decode.hpp); device_encode:
-// TopK and RandK specs (device_encode.hpp); device_state: EF21 payloads (device_state.hpp).
+// TopK and RandK specs (device_encode.hpp); device_state: EF21 payloads and AQ-SGD messages
+// (device_state.hpp).
 #include <fstream>
 #include <string>
 
+#include "aqsgd_start.hpp"
 #include "harnesses.hpp"
 
 using namespace pipecodec;
@@ -187,9 +189,29 @@ int main() {
       return std::fprintf(stderr, "cannot encode %s\n", ef21_specs[i][1]), 1;
     payload.resize(written);
     for (uint8_t other : {0, 1}) {
-      std::vector<uint8_t> in{uint8_t(uint8_t(e.codec) - 1 + other), uint8_t(i), 3, 70, 0};
+      std::vector<uint8_t> in{0, uint8_t(uint8_t(e.codec) - 1 + other), uint8_t(i), 3, 70, 0};
       in.insert(in.end(), payload.begin(), payload.end());
       write("device_state", std::string(ef21_specs[i][0]) + (other ? "_other_codec" : ""), in);
+    }
+  }
+  // device_state, AQ-SGD: a genuine second message of the harness's sender for each codec
+  // (samples 2 known, 4 and 5 new; and a warm-up step of 5, 1, 6), after its input head.
+  for (uint8_t codec = 0; codec < 10; ++codec) {
+    const uint8_t cols = uint8_t(7 + 5 * codec), type = codec % 3;
+    pcfuzz::aqsgd_receivers h(pcfuzz::aqsgd_receivers::config(codec, cols, type));
+    for (bool warm : {false, true}) {
+      const uint64_t ids[3] = {warm ? 5u : 2u, warm ? 1u : 4u, warm ? 6u : 5u};
+      std::vector<float> batch(3 * h.c.cols);
+      for (size_t j = 0; j < batch.size(); ++j) batch[j] = float(int(j % 7) - 3) * 0.75F;
+      std::vector<uint8_t> msg(h.sender.message_bytes());
+      size_t len = 0;
+      if (!ok(h.sender.encode(ids, const_tensor_view{batch.data(), dtype::f32, shape(3, h.c.cols)}, warm, msg.data(),
+                              msg.size(), 9, &len)))
+        return std::fprintf(stderr, "cannot encode the AQ-SGD seed %d\n", codec), 1;
+      std::vector<uint8_t> in{1, codec, cols, type, uint8_t(3 | (warm ? 8 : 0))};
+      for (uint64_t id : ids) in.push_back(uint8_t(id - 1));
+      in.insert(in.end(), msg.begin(), msg.begin() + long(len));
+      write("device_state", "aqsgd_" + std::to_string(codec) + (warm ? "_warmup" : ""), in);
     }
   }
   // device_encode (its other seeds are the round-trip corpus): TopK and RandK, the case the
