@@ -98,14 +98,16 @@ inline int device_aqsgd(reader& r) {
   device_bytes drows(rows_before.size(), &rows_before);
   ds.rows = tensor_view{drows.get(), c.state_type, shape(c.capacity, c.cols)};
 
-  // The kinds the CUDA receiver expects: warm for a warm-up step or an unseen sample.
+  // The kinds the CUDA receiver expects: warm for a warm-up step or an unseen sample. A message
+  // that is no frame at all must get the host's status.
   std::vector<uint8_t> predicted(n);
   for (uint64_t i = 0; i < n; ++i)
     predicted[i] = warmup || h.receiver.store().table.find(ids[i]) == aqsgd_table::npos ? aqsgd_row_warm
                                                                                           : aqsgd_row_delta;
   aqsgd_frame f;
-  const bool kinds_agree = ok(detail::parse_aqsgd_frame(bytes_of(msg), msg.size(), f)) && f.rows == n &&
-                           std::equal(predicted.begin(), predicted.end(), msg.begin() + long(f.kinds_offset()));
+  const bool framed = ok(detail::parse_aqsgd_frame(bytes_of(msg), msg.size(), f));
+  const bool kinds_agree = !framed || (f.rows == n && std::equal(predicted.begin(), predicted.end(),
+                                                                 msg.begin() + long(f.kinds_offset())));
 
   std::vector<uint8_t> hout(n * c.cols * 4, 0x5A), out_init = hout;
   const status hs = h.receiver.decode(bytes_of(msg), msg.size(), n ? ids.data() : nullptr,

@@ -70,7 +70,7 @@ inline status read_plan(const void* plan, aqsgd_planned& out) {
 inline status make_plan(const host::aqsgd_config& c, const aqsgd_table& t, const uint64_t* ids, uint64_t rows,
                         bool warmup, bool staged, void* plan, size_t plan_size, aqsgd_planned& out) {
   const aqsgd_plan_layout L = plan_layout(rows);
-  if (plan == nullptr || ids == nullptr) return status::invalid_argument;
+  if (plan == nullptr || (ids == nullptr && rows > 0)) return status::invalid_argument;  // no ids for no rows
   if (plan_size < L.total) return status::buffer_too_small;
   if (reinterpret_cast<uintptr_t>(plan) % 16 != 0 || !ids_aligned(ids)) return status::misaligned;
   uint8_t* p = static_cast<uint8_t*>(plan);
