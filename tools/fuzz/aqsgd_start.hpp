@@ -27,8 +27,7 @@ struct aqsgd_receivers {
     using namespace pipecodec;
     PCFUZZ_CHECK(ok(sender.init(c, 6)) && ok(receiver.init(c, 6)), "init");
     const uint64_t ids[3] = {1, 2, 3};
-    std::vector<float> batch(3 * c.cols);
-    for (size_t i = 0; i < batch.size(); ++i) batch[i] = float(int(i % 13) - 6) * 0.5F;
+    const std::vector<float> batch = ramp(3 * c.cols, 13, 0.5F);
     std::vector<uint8_t> msg(sender.message_bytes());
     size_t len = 0;
     PCFUZZ_CHECK(ok(sender.encode(ids, const_tensor_view{batch.data(), dtype::f32, shape(3, c.cols)}, false,

@@ -51,4 +51,12 @@ inline std::vector<uint8_t> exact_copy(const uint8_t* d, size_t n) { return std:
 
 inline pipecodec::dtype dtype_from(uint8_t b) { return pipecodec::dtype(1 + b % 3); }
 
+// n values of a repeating ramp, (i mod period - period / 2) x step: deterministic, finite data
+// for seeds and starting states.
+inline std::vector<float> ramp(uint64_t n, int period, float step) {
+  std::vector<float> x(n);
+  for (uint64_t i = 0; i < n; ++i) x[i] = float(int(i % uint64_t(period)) - period / 2) * step;
+  return x;
+}
+
 }  // namespace pcfuzz

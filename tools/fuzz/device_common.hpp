@@ -64,6 +64,18 @@ class device_bytes {
   void* ptr_ = nullptr;
 };
 
+// ramp() as the bytes of a tensor of dtype t.
+inline std::vector<uint8_t> ramp_bytes(pipecodec::dtype t, uint64_t n, int period, float step) {
+  using namespace pipecodec;
+  const std::vector<float> x = ramp(n, period, step);
+  std::vector<uint8_t> out(n * dtype_bytes(t));
+  (void)detail::dispatch_dtype(t, [&](auto tc) {
+    for (uint64_t i = 0; i < n; ++i) detail::store<decltype(tc)::value>(out.data(), i, x[i]);
+    return status::success;
+  });
+  return out;
+}
+
 // First differing byte of two equal-size buffers, or -1.
 inline long first_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   if (a.size() != b.size()) return 0;

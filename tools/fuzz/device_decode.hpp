@@ -79,13 +79,7 @@ inline pipecodec::status device_decode_case_run(const device_decode_case& c, std
 // Accumulates into finite values (NaN payloads are not part of the byte-identity contract).
 inline pipecodec::status check_decode_matches(const device_decode_case& c) {
   using namespace pipecodec;
-  const uint64_t n = c.shp.size();
-  std::vector<uint8_t> before(n * dtype_bytes(c.type));
-  (void)detail::dispatch_dtype(c.type, [&](auto tc) {
-    for (uint64_t i = 0; i < n; ++i)
-      detail::store<decltype(tc)::value>(before.data(), i, float(int(i % 23) - 11) * 0.375F);
-    return status::success;
-  });
+  const std::vector<uint8_t> before = ramp_bytes(c.type, c.shp.size(), 23, 0.375F);
   std::vector<uint8_t> host_out = before, device_out = before;
   const status hs = host_decode_case(c, host_out);
   const status ds = device_decode_case_run(c, device_out);

@@ -31,11 +31,7 @@ inline int device_ef21(reader& r) {
   const shape shp = rows == 0 ? shape(cols) : shape(rows, cols);
   const std::vector<uint8_t> payload(r.rest(), r.rest() + r.remaining());
   const uint64_t n = shp.size();
-  std::vector<uint8_t> g(n * dtype_bytes(gt)), out(n * 4, 0x5A);
-  (void)detail::dispatch_dtype(gt, [&](auto tc) {
-    for (uint64_t i = 0; i < n; ++i) detail::store<decltype(tc)::value>(g.data(), i, float(int(i % 19) - 9) * 0.25F);
-    return status::success;
-  });
+  const std::vector<uint8_t> g = ramp_bytes(gt, n, 19, 0.25F), out(n * 4, 0x5A);
 
   std::vector<uint8_t> hg = g, hout = out;
   const status hs = host::ef21_decode(expected, bytes_of(payload), payload.size(), tensor_view{hg.data(), gt, shp},
@@ -123,10 +119,10 @@ inline int device_aqsgd(reader& r) {
   st = ctx.finish(st, ws.get());
   if (ok(st)) PCFUZZ_CHECK(ok(cuda::aqsgd_commit(ds, plan)), "commit");
   (void)cudaFreeHost(plan);
-  std::vector<uint8_t> after(table.size() * 8);
-  std::memcpy(after.data(), table.data(), after.size());
-  const std::vector<uint8_t> drows_after = drows.read(rows_before.size()), dout_after = dout.read(hout.size());
-  after.insert(after.end(), drows_after.begin(), drows_after.end());
+  std::vector<uint8_t> drows_after = drows.read(rows_before.size());
+  const std::vector<uint8_t> dout_after = dout.read(hout.size());
+  const std::vector<uint8_t> after =
+      store_bytes(c, host::aqsgd_store{ds.table, tensor_view{drows_after.data(), c.state_type, ds.rows.shp}});
 
   if (!kinds_agree) {
     PCFUZZ_CHECK(!ok(st), "the device accepted a message whose row kinds differ from its batch's (host: %s)",

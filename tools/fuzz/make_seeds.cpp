@@ -45,6 +45,20 @@ std::vector<uint8_t> save_tensor(uint8_t sel, checkpoint_kind k, const_tensor_vi
   return ck;
 }
 
+// The host payload of `x` (shape shp) under spec e; with `mask`, shared-mask values against it.
+// Empty when the encode fails.
+std::vector<uint8_t> host_payload(const spec& e, const std::vector<float>& x, shape shp, randomness rnd,
+                                  const std::vector<uint8_t>* mask = nullptr) {
+  std::vector<uint8_t> payload(encoded_bytes(e, shp)), ws(workspace_bytes(e, shp));
+  const const_tensor_view v{x.data(), dtype::f32, shp};
+  size_t written = 0;
+  const status st = mask ? host::encode_shared(e, v, mask->data(), mask->size(), payload.data(), payload.size(),
+                                               ws.data(), ws.size(), rnd.seed, &written)
+                         : host::encode(e, v, payload.data(), payload.size(), ws.data(), ws.size(), rnd, &written);
+  payload.resize(written);
+  return ok(st) ? payload : std::vector<uint8_t>();
+}
+
 // device_decode seeds: a payload of `text` encoding a 3 x 70 tensor (a smooth ramp with two
 // outliers) after each mode byte (dtype, accumulate, call), and with the TopK mask of the same
 // tensor when `mask_spec` is given (shared-mask call).
@@ -52,24 +66,14 @@ bool device_decode_seeds(const std::string& name, const char* text, const char* 
   spec s, ms;
   if (!ok(parse_spec(text, s)) || (mask_spec && !ok(parse_spec(mask_spec, ms)))) return false;
   const shape shp(3, 70);
-  std::vector<float> x(shp.size());
-  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 53) - 26) * 0.125F;
+  std::vector<float> x = pcfuzz::ramp(shp.size(), 53, 0.125F);
   x[17] = 40.0F;
   x[150] = -33.0F;
   const uint64_t ids[3] = {11, 7, 1u << 20};
-  auto encode = [&](const spec& e, const std::vector<uint8_t>* mask) {
-    std::vector<uint8_t> payload(encoded_bytes(e, shp)), ws(workspace_bytes(e, shp));
-    const const_tensor_view v{x.data(), dtype::f32, shp};
-    size_t written = 0;
-    const status st = mask ? host::encode_shared(e, v, mask->data(), mask->size(), payload.data(), payload.size(),
-                                                 ws.data(), ws.size(), 5, &written)
-                           : host::encode(e, v, payload.data(), payload.size(), ws.data(), ws.size(),
-                                          randomness(5, ids), &written);
-    payload.resize(written);
-    return ok(st) ? payload : std::vector<uint8_t>();
-  };
+  const randomness rnd(5, ids);
   if (mask_spec) {
-    const std::vector<uint8_t> mask = encode(ms, nullptr), values = mask.empty() ? mask : encode(s, &mask);
+    const std::vector<uint8_t> mask = host_payload(ms, x, shp, rnd),
+                               values = mask.empty() ? mask : host_payload(s, x, shp, rnd, &mask);
     if (values.empty()) return false;
     for (uint8_t mode : {0x10, 0x15}) {
       std::vector<uint8_t> in{mode, uint8_t(mask.size()), uint8_t(mask.size() >> 8)};
@@ -79,7 +83,7 @@ bool device_decode_seeds(const std::string& name, const char* text, const char* 
     }
     return true;
   }
-  const std::vector<uint8_t> payload = encode(s, nullptr);
+  const std::vector<uint8_t> payload = host_payload(s, x, shp, rnd);
   if (payload.empty()) return false;
   for (uint8_t mode : {0x00, 0x05, 0x0a, 0x18}) {  // fp32; fp16 accumulate; bf16 naming the codec; other rank
     std::vector<uint8_t> in{mode};
@@ -180,14 +184,8 @@ int main() {
     spec e;
     if (!ok(parse_spec(ef21_specs[i][1], e))) return std::fprintf(stderr, "bad spec %s\n", ef21_specs[i][1]), 1;
     const shape shp(3, 70);
-    std::vector<float> x(shp.size());
-    for (size_t j = 0; j < x.size(); ++j) x[j] = float(int(j % 41) - 20) * 0.0625F;
-    std::vector<uint8_t> payload(encoded_bytes(e, shp)), ws(workspace_bytes(e, shp));
-    size_t written = 0;
-    if (!ok(host::encode(e, const_tensor_view{x.data(), dtype::f32, shp}, payload.data(), payload.size(), ws.data(),
-                         ws.size(), randomness(3), &written)))
-      return std::fprintf(stderr, "cannot encode %s\n", ef21_specs[i][1]), 1;
-    payload.resize(written);
+    const std::vector<uint8_t> payload = host_payload(e, pcfuzz::ramp(shp.size(), 41, 0.0625F), shp, randomness(3));
+    if (payload.empty()) return std::fprintf(stderr, "cannot encode %s\n", ef21_specs[i][1]), 1;
     for (uint8_t other : {0, 1}) {
       std::vector<uint8_t> in{0, uint8_t(uint8_t(e.codec) - 1 + other), uint8_t(i), 3, 70, 0};
       in.insert(in.end(), payload.begin(), payload.end());
@@ -199,10 +197,9 @@ int main() {
   for (uint8_t codec = 0; codec < 10; ++codec) {
     const uint8_t cols = uint8_t(7 + 5 * codec), type = codec % 3;
     pcfuzz::aqsgd_receivers h(pcfuzz::aqsgd_receivers::config(codec, cols, type));
+    const std::vector<float> batch = pcfuzz::ramp(3 * h.c.cols, 7, 0.75F);
     for (bool warm : {false, true}) {
       const uint64_t ids[3] = {warm ? 5u : 2u, warm ? 1u : 4u, warm ? 6u : 5u};
-      std::vector<float> batch(3 * h.c.cols);
-      for (size_t j = 0; j < batch.size(); ++j) batch[j] = float(int(j % 7) - 3) * 0.75F;
       std::vector<uint8_t> msg(h.sender.message_bytes());
       size_t len = 0;
       if (!ok(h.sender.encode(ids, const_tensor_view{batch.data(), dtype::f32, shape(3, h.c.cols)}, warm, msg.data(),
