@@ -35,7 +35,7 @@ struct aqsgd_device_store {
 inline size_t aqsgd_plan_bytes(uint64_t rows) { return size_t(detail::plan_layout(rows).total); }
 
 // Device workspace bytes for batches of up to `rows` samples (any alignment).
-inline size_t aqsgd_workspace_bytes(const host::aqsgd_config& c, uint64_t rows) {
+inline size_t aqsgd_workspace_bytes(const aqsgd_config& c, uint64_t rows) {
   const shape shp(rows, c.cols);
   return size_t(detail::workspace_request(detail::workspace_status_bytes + detail::plan_layout(rows).device_bytes +
                                           detail::align16(4 * rows * c.cols))) +
@@ -43,7 +43,7 @@ inline size_t aqsgd_workspace_bytes(const host::aqsgd_config& c, uint64_t rows) 
 }
 
 // Where a CUDA AQ-SGD side's memory lives, for a store of c.capacity samples and batches of
-// up to max_rows (messages: host::aqsgd_message_bytes, the same format).
+// up to max_rows (messages: aqsgd_message_bytes, the same format).
 struct aqsgd_cuda_memory {
   uint64_t bytes_per_sample = 0;  // row of m plus its id table share
   uint64_t table_bytes = 0;       // host memory
@@ -53,11 +53,11 @@ struct aqsgd_cuda_memory {
   uint64_t plan_bytes = 0;        // pinned host memory
 };
 
-inline aqsgd_cuda_memory aqsgd_memory(const host::aqsgd_config& c, uint64_t max_rows, bool pinned) {
+inline aqsgd_cuda_memory aqsgd_memory(const aqsgd_config& c, uint64_t max_rows, bool pinned) {
   aqsgd_cuda_memory m;
-  m.bytes_per_sample = host::aqsgd_memory_use(c, 0).bytes_per_sample;
+  m.bytes_per_sample = aqsgd_memory_use(c, 0).bytes_per_sample;
   m.table_bytes = aqsgd_table_bytes(c.capacity);
-  m.rows_bytes = host::aqsgd_rows_bytes(c);
+  m.rows_bytes = aqsgd_rows_bytes(c);
   m.staging_bytes = pinned ? max_rows * c.cols * dtype_bytes(c.state_type) : 0;
   m.workspace_bytes = pipecodec::cuda::aqsgd_workspace_bytes(c, max_rows);
   m.plan_bytes = aqsgd_plan_bytes(max_rows);
@@ -74,8 +74,8 @@ struct aqsgd_dev_ws {
   size_t ws_bytes[2] = {0, 0};
 };
 
-inline status check_device_store(const host::aqsgd_config& c, const aqsgd_device_store& s, uint64_t rows) {
-  status st = host::detail::check_config(c);
+inline status check_device_store(const aqsgd_config& c, const aqsgd_device_store& s, uint64_t rows) {
+  status st = check_aqsgd_config(c);
   if (!ok(st)) return st;
   if (s.table.words == nullptr || s.rows.data == nullptr) return status::invalid_argument;
   if (s.table.capacity() != c.capacity || s.rows.type != c.state_type || s.rows.shp.rows != c.capacity ||
@@ -88,7 +88,7 @@ inline status check_device_store(const host::aqsgd_config& c, const aqsgd_device
   return rows > max_elements / c.cols ? status::shape_mismatch : status::success;
 }
 
-inline status split_aqsgd_dev_ws(const host::aqsgd_config& c, uint64_t rows, void* ws, size_t size,
+inline status split_aqsgd_dev_ws(const aqsgd_config& c, uint64_t rows, void* ws, size_t size,
                                  aqsgd_dev_ws& w) {
   if (size < pipecodec::cuda::aqsgd_workspace_bytes(c, rows)) return status::workspace_too_small;
   if (ws == nullptr) return status::invalid_argument;
@@ -147,9 +147,9 @@ inline status aqsgd_prefetch(aqsgd_device_store& s, const uint64_t* ids, uint64_
 
 // Sender step for a batch (device tensor, rows = samples, cols = c.cols) with host ids
 // ids[0..rows); `warmup` sends every row with the warm-up codec. The message (device memory,
-// capacity >= host::aqsgd_message_bytes) is the host's byte for byte; the table takes the
+// capacity >= aqsgd_message_bytes) is the host's byte for byte; the table takes the
 // batch's new ids when the call returns success.
-inline status aqsgd_encode(const host::aqsgd_config& c, aqsgd_device_store& s, const uint64_t* ids,
+inline status aqsgd_encode(const aqsgd_config& c, aqsgd_device_store& s, const uint64_t* ids,
                            const_tensor_view batch, bool warmup, void* message, size_t capacity, void* plan,
                            size_t plan_size, void* workspace, size_t workspace_size, uint64_t seed,
                            cudaStream_t stream, size_t* written = nullptr) {
@@ -242,7 +242,7 @@ inline status aqsgd_encode(const host::aqsgd_config& c, aqsgd_device_store& s, c
 // (duplicate ids: id_mismatch; too many new ids: capacity_exceeded); the device's verdict is
 // read with cuda::read_status(workspace). The table is not touched: after the verdict is
 // success, call aqsgd_commit (before planning the next batch on this store).
-inline status aqsgd_decode(const host::aqsgd_config& c, aqsgd_device_store& s, const uint64_t* expected_ids,
+inline status aqsgd_decode(const aqsgd_config& c, aqsgd_device_store& s, const uint64_t* expected_ids,
                            uint64_t rows, bool warmup, const void* message, size_t len, tensor_view out, void* plan,
                            size_t plan_size, void* workspace, size_t workspace_size, cudaStream_t stream) {
   using namespace detail;

@@ -13,14 +13,14 @@
 // call the store is untouched; the table takes the batch's new ids when it returns success.
 #pragma once
 
-#include "../host/ef_sample.hpp"
+#include "../core/sample_store.hpp"
 #include "aqsgd.cuh"
 #include "ef.cuh"
 
 namespace pipecodec::cuda {
 
 // Device workspace bytes for batches of up to `rows` samples (any alignment).
-inline size_t ef_sample_workspace_bytes(const host::aqsgd_config& c, uint64_t rows) {
+inline size_t ef_sample_workspace_bytes(const aqsgd_config& c, uint64_t rows) {
   const shape shp(rows, c.cols);
   return size_t(detail::workspace_request(detail::plan_layout(rows).device_bytes + detail::align16(4 * shp.size()))) +
          workspace_bytes(c.codec, shp);
@@ -64,9 +64,9 @@ struct sample_residual_sink {
 
 // Sender step for a batch (device tensor, rows = samples, cols = c.cols) with host ids
 // ids[0..rows) into one payload of the codec c.codec (capacity >=
-// host::ef_sample_payload_bytes). Duplicate ids: invalid_argument; more new ids than the free
+// ef_sample_payload_bytes). Duplicate ids: invalid_argument; more new ids than the free
 // capacity: capacity_exceeded (host::ef_sample_encode's statuses).
-inline status ef_sample_encode(const host::aqsgd_config& c, aqsgd_device_store& s, const uint64_t* ids,
+inline status ef_sample_encode(const aqsgd_config& c, aqsgd_device_store& s, const uint64_t* ids,
                                const_tensor_view batch, void* payload, size_t capacity, void* plan, size_t plan_size,
                                void* workspace, size_t workspace_size, uint64_t seed, cudaStream_t stream,
                                size_t* written = nullptr) {

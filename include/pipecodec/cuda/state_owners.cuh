@@ -203,7 +203,7 @@ class sample_store_owner {
   [[nodiscard]] status prefetch(const uint64_t* ids, uint64_t rows, cudaStream_t stream) {
     return pipecodec::cuda::aqsgd_prefetch(store_, ids, rows, stream);
   }
-  const host::aqsgd_config& config() const { return cfg_; }
+  const aqsgd_config& config() const { return cfg_; }
   const aqsgd_device_store& store() const { return store_; }
   bool pinned() const { return store_.pinned(); }
   uint64_t count() const { return store_.table.words ? store_.table.count() : 0; }
@@ -211,17 +211,17 @@ class sample_store_owner {
  protected:
   // message(c, rows): the scheme's largest message (0: the spec does not fit the shape);
   // workspace(c, rows): its device workspace.
-  using size_fn = size_t (*)(const host::aqsgd_config&, uint64_t);
-  [[nodiscard]] status init_store(const host::aqsgd_config& c, uint64_t max_rows, bool pinned_store, size_fn message,
+  using size_fn = size_t (*)(const aqsgd_config&, uint64_t);
+  [[nodiscard]] status init_store(const aqsgd_config& c, uint64_t max_rows, bool pinned_store, size_fn message,
                                   size_fn workspace, cudaStream_t stream, const allocator& device,
                                   const allocator& pinned, const allocator& host_mem) {
-    status st = host::detail::check_config(c);
+    status st = check_aqsgd_config(c);
     if (!ok(st)) return st;
     const size_t msg = message(c, max_rows);
     if (msg == 0) return status::invalid_spec;
     const size_t row_bytes = size_t(c.cols) * dtype_bytes(c.state_type);
     st = table_.allocate(size_t(aqsgd_table_bytes(c.capacity)), host_mem);
-    if (ok(st)) st = rows_.allocate(size_t(host::aqsgd_rows_bytes(c)), pinned_store ? pinned : device);
+    if (ok(st)) st = rows_.allocate(size_t(aqsgd_rows_bytes(c)), pinned_store ? pinned : device);
     if (ok(st) && pinned_store) st = staging_.allocate(size_t(max_rows) * row_bytes, device);
     if (ok(st)) st = ws_.allocate(workspace(c, max_rows), device);
     for (int i = 0; i < 2 && ok(st); ++i) st = plan_[i].allocate(pipecodec::cuda::aqsgd_plan_bytes(max_rows), pinned);
@@ -267,7 +267,7 @@ class sample_store_owner {
   const void* workspace() const { return ws_.data(); }
 
  private:
-  host::aqsgd_config cfg_{};
+  aqsgd_config cfg_{};
   uint64_t max_rows_ = 0;
   size_t message_bytes_ = 0;
   aqsgd_device_store store_{};
@@ -283,10 +283,10 @@ class sample_store_owner {
 // success; commit before the next decode.
 class aqsgd_state : public detail::sample_store_owner {
  public:
-  [[nodiscard]] status init(const host::aqsgd_config& c, uint64_t max_rows, bool pinned_store, cudaStream_t stream,
+  [[nodiscard]] status init(const aqsgd_config& c, uint64_t max_rows, bool pinned_store, cudaStream_t stream,
                             const allocator& device = device_allocator(), const allocator& pinned = pinned_allocator(),
                             const allocator& host_mem = malloc_allocator()) {
-    return init_store(c, max_rows, pinned_store, host::aqsgd_message_bytes, pipecodec::cuda::aqsgd_workspace_bytes,
+    return init_store(c, max_rows, pinned_store, aqsgd_message_bytes, pipecodec::cuda::aqsgd_workspace_bytes,
                       stream, device, pinned, host_mem);
   }
 
@@ -324,10 +324,10 @@ class aqsgd_state : public detail::sample_store_owner {
 // (detail::sample_store_owner); c.warmup is not used.
 class ef_sample_state : public detail::sample_store_owner {
  public:
-  [[nodiscard]] status init(const host::aqsgd_config& c, uint64_t max_rows, bool pinned_store, cudaStream_t stream,
+  [[nodiscard]] status init(const aqsgd_config& c, uint64_t max_rows, bool pinned_store, cudaStream_t stream,
                             const allocator& device = device_allocator(), const allocator& pinned = pinned_allocator(),
                             const allocator& host_mem = malloc_allocator()) {
-    return init_store(c, max_rows, pinned_store, host::ef_sample_payload_bytes,
+    return init_store(c, max_rows, pinned_store, ef_sample_payload_bytes,
                       pipecodec::cuda::ef_sample_workspace_bytes, stream, device, pinned, host_mem);
   }
   // Sender step (ef_sample_encode); ids in host memory.

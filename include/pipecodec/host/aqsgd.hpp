@@ -14,6 +14,9 @@
 
 namespace pipecodec::host {
 
+using pipecodec::aqsgd_exact_bound_rows;
+using pipecodec::aqsgd_message_bytes;
+
 namespace detail {
 
 // Loads m of the delta rows into their fp32 scratch rows, ready for decode_accumulate.
@@ -89,28 +92,6 @@ inline status encode_part(const spec& s, const float* f32, const uint64_t* ids, 
 }
 
 }  // namespace detail
-
-// Batches above this many rows get a message bound without trying every warm/delta split.
-constexpr uint64_t aqsgd_exact_bound_rows = 65536;
-
-// Message size for a batch of `rows` samples, whatever its warm/delta split: exact for
-// fixed-size codecs up to aqsgd_exact_bound_rows rows (the largest over all splits), an upper
-// bound otherwise (above that, both parts at full size: part sizes grow with rows, so this
-// bounds every split without a loop of 2^32 steps). 0 when a spec is invalid for the shape.
-inline size_t aqsgd_message_bytes(const aqsgd_config& c, uint64_t rows) {
-  if (!ok(detail::check_config(c)) || rows > max_elements / c.cols) return 0;
-  if (rows > aqsgd_exact_bound_rows) {
-    const uint64_t a = aqsgd_part_bytes(c.warmup, rows, c.cols), b = aqsgd_part_bytes(c.codec, rows, c.cols);
-    return a == 0 || b == 0 ? 0 : size_t(aqsgd_header_bytes + detail::align16(rows) + a + b);
-  }
-  uint64_t worst = 0;
-  for (uint64_t w = 0; w <= rows; ++w) {
-    const uint64_t a = aqsgd_part_bytes(c.warmup, w, c.cols), b = aqsgd_part_bytes(c.codec, rows - w, c.cols);
-    if ((w > 0 && a == 0) || (w < rows && b == 0)) return 0;
-    worst = std::max(worst, a + b);
-  }
-  return size_t(aqsgd_header_bytes + detail::align16(rows) + worst);
-}
 
 inline size_t aqsgd_workspace_bytes(const aqsgd_config& c, uint64_t rows) {
   return detail::f32_scratch_bytes(rows * c.cols) + size_t(detail::align16(16 * rows)) +
@@ -188,7 +169,7 @@ inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const vo
                            const uint64_t* expected_ids, tensor_view out, void* workspace,
                            size_t workspace_size) {
   using namespace detail;
-  status st = check_config(c);
+  status st = check_aqsgd_config(c);
   if (ok(st)) st = check_store(c, s);
   if (!ok(st)) return st;
   aqsgd_frame f;
@@ -227,7 +208,7 @@ inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const vo
     if (expected_ids != nullptr && expected_ids[r] != row_ids[r]) return status::id_mismatch;
   }
   uint64_t unseen = 0;
-  st = plan_rows(s, row_ids, f.rows, w.slots, w.slots, unseen);
+  st = plan_rows(s.table, row_ids, f.rows, w.slots, w.slots, unseen);
   // plan_rows sorted a copy into w.slots before filling it with slots; duplicates and
   // capacity are its errors, an unknown delta id is ours: the two sides' stores differ.
   if (st == status::invalid_argument) return status::id_mismatch;
@@ -253,7 +234,7 @@ inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const vo
 class aqsgd_state {
  public:
   [[nodiscard]] status init(const aqsgd_config& c, uint64_t max_rows, const allocator& a = malloc_allocator()) {
-    status st = detail::check_config(c);
+    status st = check_aqsgd_config(c);
     if (!ok(st)) return st;
     const size_t msg = aqsgd_message_bytes(c, max_rows);
     if (msg == 0) return status::invalid_spec;

@@ -99,7 +99,7 @@ status save_checkpoint(checkpoint_kind k, const_tensor_view state, Sink&& sink) 
 // residuals, host/ef_sample.hpp): ids by slot and the rows of the samples stored.
 template <class Sink>
 status save_checkpoint(checkpoint_kind k, const aqsgd_config& c, const aqsgd_store& s, Sink&& sink) {
-  status st = detail::check_config(c);
+  status st = check_aqsgd_config(c);
   if (ok(st)) st = detail::check_store(c, s);
   if (!ok(st)) return st;
   if (k != checkpoint_kind::aqsgd_store && k != checkpoint_kind::ef_sample_store) return status::invalid_argument;
@@ -129,7 +129,7 @@ inline status restore_checkpoint(const void* buf, size_t len, checkpoint_kind k,
 // capacity may differ but must hold the saved samples). Rows beyond the restored count are zeroed.
 inline status restore_checkpoint(const void* buf, size_t len, checkpoint_kind k, const aqsgd_config& c,
                                  const aqsgd_store& s) {
-  status st = detail::check_config(c);
+  status st = check_aqsgd_config(c);
   if (ok(st)) st = detail::check_store(c, s);
   if (!ok(st)) return st;
   checkpoint_header h;

@@ -3,8 +3,8 @@
 //   v = x + e(xi);  payload = C(v);  e(xi) = v - D(payload)
 // with v = fp32(x + e) and e = T(fp32(v - D(payload))) for e stored as T, as host/ef.hpp does
 // for its per-batch-row residual. A sample not seen yet has e = 0. The residuals live in the
-// per-sample store AQ-SGD uses (host/sample_store.hpp: aqsgd_config without its warm-up
-// codec, aqsgd_store, core/aqsgd_table.hpp), so memory is bounded by the capacity and the
+// per-sample store AQ-SGD uses (core/sample_store.hpp: aqsgd_config without its warm-up
+// codec; host/sample_store.hpp: aqsgd_store), so memory is bounded by the capacity and the
 // store is saved and restored by host/checkpoint.hpp (kind ef_sample_store).
 //
 // Why per sample: with the classic residual, row r of a batch inherits what row r of the
@@ -16,11 +16,7 @@
 
 namespace pipecodec::host {
 
-// Payload capacity for a batch of up to `rows` samples (exact for fixed-size codecs).
-inline size_t ef_sample_payload_bytes(const aqsgd_config& c, uint64_t rows) {
-  if (!ok(detail::check_config(c)) || rows == 0 || rows > max_elements / c.cols) return 0;
-  return encoded_bytes(c.codec, shape(rows, c.cols));
-}
+using pipecodec::ef_sample_payload_bytes;
 
 inline size_t ef_sample_workspace_bytes(const aqsgd_config& c, uint64_t rows) {
   return aqsgd_workspace_bytes(c, rows);
@@ -102,7 +98,7 @@ class ef_sample_state {
   // c.codec is C, c.cols the features per sample, c.state_type the residuals' dtype and
   // c.capacity the samples the store holds; c.warmup is not used.
   [[nodiscard]] status init(const aqsgd_config& c, uint64_t max_rows, const allocator& a = malloc_allocator()) {
-    status st = detail::check_config(c);
+    status st = check_aqsgd_config(c);
     if (!ok(st)) return st;
     const size_t bytes = ef_sample_payload_bytes(c, max_rows);
     if (bytes == 0) return status::invalid_spec;

@@ -1,31 +1,19 @@
 // The per-sample store AQ-SGD (host/aqsgd.hpp) and per-sample EF (host/ef_sample.hpp) keep
-// on each side: its configuration, the id table (core/aqsgd_table.hpp) and rows of state,
-// the memory it takes, and the checks and row plan every batch step runs before it touches
-// the store.
+// on each side in host memory: the id table (core/aqsgd_table.hpp) and rows of state, the
+// workspace split, and the checks every batch step runs before it touches the store. The
+// configuration, sizes and row plan are the CUDA backend's too (core/sample_store.hpp).
 #pragma once
 
-#include <algorithm>
-
 #include "../core/allocator.hpp"
-#include "../core/aqsgd_table.hpp"
+#include "../core/sample_store.hpp"
 #include "state_common.hpp"
 
 namespace pipecodec::host {
 
-struct aqsgd_config {
-  spec codec{};                  // C, applied to a - m
-  spec warmup = plain_f32();     // W, for unseen samples and warm-up steps
-  uint64_t cols = 0;             // features per sample
-  dtype state_type = dtype::f32; // storage dtype of m
-  uint64_t capacity = 0;         // samples the store can hold
-
-  static spec plain_f32() {
-    spec s;
-    s.codec = codec_id::plain;
-    s.plain.wire = dtype::f32;
-    return s;
-  }
-};
+using pipecodec::aqsgd_config;
+using pipecodec::aqsgd_memory;
+using pipecodec::aqsgd_memory_use;
+using pipecodec::aqsgd_rows_bytes;
 
 // One side's store: the id table (host memory) and the rows m, a capacity x cols tensor.
 struct aqsgd_store {
@@ -33,38 +21,7 @@ struct aqsgd_store {
   tensor_view rows{};
 };
 
-struct aqsgd_memory {
-  uint64_t bytes_per_sample = 0;  // row of m plus its id and table share
-  uint64_t total_bytes = 0;       // table + rows at full capacity (what is allocated)
-  uint64_t used_bytes = 0;        // bytes_per_sample * samples stored
-};
-
-inline uint64_t aqsgd_rows_bytes(const aqsgd_config& c) {
-  return c.capacity * c.cols * dtype_bytes(c.state_type);
-}
-
-inline aqsgd_memory aqsgd_memory_use(const aqsgd_config& c, uint64_t count) {
-  aqsgd_memory m;
-  const uint64_t table = aqsgd_table_bytes(c.capacity);
-  if (table == 0) return m;
-  m.total_bytes = table + aqsgd_rows_bytes(c);
-  m.bytes_per_sample = detail::ceil_div(m.total_bytes, c.capacity);
-  m.used_bytes = m.bytes_per_sample * count;
-  return m;
-}
-
 namespace detail {
-
-inline status check_config(const aqsgd_config& c) {
-  if (c.cols == 0 || c.cols > max_elements || !valid_dtype(uint8_t(c.state_type)))
-    return status::invalid_argument;
-  if (aqsgd_table_bytes(c.capacity) == 0) return status::invalid_argument;
-  if (c.capacity > max_elements / c.cols) return status::size_overflow;
-  // RandK with rng=sample carries the rows' ids itself; AQ-SGD's parts append their own.
-  for (const spec* s : {&c.codec, &c.warmup})
-    if (s->codec == codec_id::randk && keyed_by_sample(*s)) return status::not_supported;
-  return status::success;
-}
 
 inline status check_store(const aqsgd_config& c, const aqsgd_store& s) {
   if (s.table.words == nullptr || s.rows.data == nullptr) return status::invalid_argument;
@@ -102,22 +59,6 @@ inline status split_aqsgd_ws(const aqsgd_config& c, uint64_t rows, void* ws, siz
   return status::success;
 }
 
-// Looks every batch id up; rejects duplicates within the batch and a batch whose unseen ids
-// would not fit. `scratch` (rows u64) is clobbered. Returns the unseen count in `unseen`.
-inline status plan_rows(const aqsgd_store& s, const uint64_t* ids, uint64_t rows, uint64_t* scratch,
-                        uint64_t* slots, uint64_t& unseen) {
-  std::copy(ids, ids + rows, scratch);
-  std::sort(scratch, scratch + rows);
-  if (std::adjacent_find(scratch, scratch + rows) != scratch + rows) return status::invalid_argument;
-  unseen = 0;
-  for (uint64_t r = 0; r < rows; ++r) {
-    slots[r] = s.table.find(ids[r]);
-    unseen += slots[r] == aqsgd_table::npos;
-  }
-  if (unseen > s.table.capacity() - s.table.count()) return status::capacity_exceeded;
-  return status::success;
-}
-
 // Everything a sender step over a batch checks before it touches its store (AQ-SGD and
 // per-sample EF, host/ef_sample.hpp): config, store, batch shape and views, the workspace
 // split, aliasing (a written buffer overlapping another), then the row plan (duplicates,
@@ -125,7 +66,7 @@ inline status plan_rows(const aqsgd_store& s, const uint64_t* ids, uint64_t rows
 inline status prepare_batch(const aqsgd_config& c, const aqsgd_store& s, const uint64_t* ids,
                             const_tensor_view batch, const void* out, size_t capacity, void* workspace,
                             size_t workspace_size, aqsgd_ws& w, uint64_t& unseen) {
-  status st = check_config(c);
+  status st = check_aqsgd_config(c);
   if (ok(st)) st = check_store(c, s);
   if (!ok(st)) return st;
   const uint64_t rows = batch.shp.rows;
@@ -141,7 +82,7 @@ inline status prepare_batch(const aqsgd_config& c, const aqsgd_store& s, const u
                            {out, capacity, true},
                            {workspace, workspace_size, true}}))
     return status::aliasing;
-  return plan_rows(s, ids, rows, w.ids, w.slots, unseen);
+  return pipecodec::detail::plan_rows(s.table, ids, rows, w.ids, w.slots, unseen);
 }
 
 // Owner of a per-sample store (table and zeroed rows) and a workspace, memory from an allocator.

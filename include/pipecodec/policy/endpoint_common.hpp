@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "../core/sizes.hpp"
-#include "../host/sample_store.hpp"  // aqsgd_config: the per-sample store of both backends
+#include "../core/sample_store.hpp"  // aqsgd_config: the per-sample store of both backends
 #include "policy.hpp"
 
 namespace pipecodec {
@@ -119,8 +119,8 @@ class endpoint_core {
 
   // A per-sample store (AQ-SGD, EF scope=sample) for the direction's codec: the policy's
   // capacity, or the runtime's `samples` when the policy leaves it at 0.
-  host::aqsgd_config store_config(dtype storage, uint64_t capacity, uint64_t samples) const {
-    host::aqsgd_config c;
+  aqsgd_config store_config(dtype storage, uint64_t capacity, uint64_t samples) const {
+    aqsgd_config c;
     c.codec = dp_.codec;
     c.cols = max_shape_.cols;
     c.state_type = storage;

@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "../../core/sizes.hpp"
-#include "../../host/aqsgd.hpp"
+#include "../../core/sample_store.hpp"
 
 namespace pipecodec::cuda::detail {
 
@@ -64,10 +64,10 @@ inline status read_plan(const void* plan, aqsgd_planned& out) {
 }
 
 // Plans a batch: looks ids up (duplicates -> invalid_argument, too many new ids ->
-// capacity_exceeded, as host::detail::plan_rows), gives new ids the next slots in row order
+// capacity_exceeded, as pipecodec::detail::plan_rows), gives new ids the next slots in row order
 // (exactly the slots insert_new will hand out), sends a row warm when new or in warm-up.
 // staged: state rows are a staging buffer in batch order (pinned store), else slots.
-inline status make_plan(const host::aqsgd_config& c, const aqsgd_table& t, const uint64_t* ids, uint64_t rows,
+inline status make_plan(const aqsgd_config& c, const aqsgd_table& t, const uint64_t* ids, uint64_t rows,
                         bool warmup, bool staged, void* plan, size_t plan_size, aqsgd_planned& out) {
   const aqsgd_plan_layout L = plan_layout(rows);
   if (plan == nullptr || (ids == nullptr && rows > 0)) return status::invalid_argument;  // no ids for no rows
@@ -80,7 +80,7 @@ inline status make_plan(const host::aqsgd_config& c, const aqsgd_table& t, const
   auto* bids = reinterpret_cast<uint64_t*>(p + L.batch_ids);
   auto* slot = reinterpret_cast<uint64_t*>(p + L.slot);
   uint64_t unseen = 0;
-  status st = host::detail::plan_rows(host::aqsgd_store{t, {}}, ids, rows, reinterpret_cast<uint64_t*>(p + L.sort),
+  status st = pipecodec::detail::plan_rows(t, ids, rows, reinterpret_cast<uint64_t*>(p + L.sort),
                                       slot, unseen);
   if (!ok(st)) return st;
   out.known = t.count();
