@@ -2,8 +2,8 @@
 // radix select (host/topk_select.hpp) against a std::nth_element-based selection, both
 // producing the same thing (the k kept positions, ascending, ties to the lower index),
 // timed in the same loop so `speedup` (nth_element time / radix time) survives a noisy
-// machine. Target: speedup >= 5. Also the whole encode (u32 indices, fp32 values) against
-// a memcpy of the input.
+// machine. Target: speedup >= 5. Also the whole encode and decode (automatic index layout,
+// fp32 values) against a memcpy of the input, per tensor and in rows of 1024.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -70,23 +70,33 @@ void BM_select_radix_vs_nth_element(benchmark::State& state) {
   state.counters["speedup"] = nth_s / radix_s;
 }
 
-void BM_encode_vs_memcpy(benchmark::State& state) {
-  const auto& x = input();
+// The shape of a row: rows of range(1) elements (0: one unit of n).
+pc::shape topk_shape(const benchmark::State& state) {
+  const uint64_t row = uint64_t(state.range(1));
+  return row == 0 ? pc::shape(n) : pc::shape(n / row, row);
+}
+
+// k in thousandths of the unit (range 0); scope=row when range(1) gives rows; automatic
+// index layout, fp32 values.
+pc::spec topk_spec(const benchmark::State& state) {
   pc::spec s;
   s.codec = pc::codec_id::topk;
-  s.topk.k = k_of(state);
-  s.topk.index = pc::index_layout::u32;
-  const pc::shape shp(n);
-  std::vector<uint8_t> payload(pc::encoded_bytes(s, shp)), ws(pc::workspace_bytes(s, shp) + 16);
-  void* wsp = ws.data() + (16 - reinterpret_cast<uintptr_t>(ws.data()) % 16) % 16;
+  s.topk.ratio = double(state.range(0)) / 1000;
+  s.topk.scope = state.range(1) == 0 ? pc::topk_scope::tensor : pc::topk_scope::row;
+  return s;
+}
+
+// Times op() and a memcpy of the input in the same loop; reports op / memcpy.
+template <class Op>
+void against_memcpy(benchmark::State& state, Op&& op) {
+  const auto& x = input();
   std::vector<char> copy(n * 4);
-  double enc_s = 0, copy_s = 0;
+  double op_s = 0, copy_s = 0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
-    const auto st = pc::host::encode(s, pc::const_tensor_view{x.data(), pc::dtype::f32, shp}, payload.data(),
-                                     payload.size(), wsp, pc::workspace_bytes(s, shp));
+    const pc::status st = op();
     benchmark::ClobberMemory();
-    enc_s += seconds_since(t0);
+    op_s += seconds_since(t0);
     if (!pc::ok(st)) state.SkipWithError(pc::to_string(st));
     state.PauseTiming();
     t0 = std::chrono::steady_clock::now();
@@ -95,13 +105,48 @@ void BM_encode_vs_memcpy(benchmark::State& state) {
     copy_s += seconds_since(t0);
     state.ResumeTiming();
   }
-  state.counters["x_memcpy"] = enc_s / copy_s;
+  state.counters["x_memcpy"] = op_s / copy_s;
   state.SetBytesProcessed(int64_t(state.iterations() * n * 4));
+}
+
+struct encoded {
+  pc::shape shp;
+  pc::spec s;
+  std::vector<uint8_t> payload, ws;
+  void* wsp = nullptr;
+  size_t len = 0;
+
+  explicit encoded(const benchmark::State& state) : shp(topk_shape(state)), s(topk_spec(state)) {
+    payload.resize(pc::encoded_bytes(s, shp));
+    ws.resize(pc::workspace_bytes(s, shp) + 16);
+    wsp = ws.data() + (16 - reinterpret_cast<uintptr_t>(ws.data()) % 16) % 16;
+  }
+  pc::status encode() {
+    return pc::host::encode(s, pc::const_tensor_view{input().data(), pc::dtype::f32, shp}, payload.data(),
+                            payload.size(), wsp, pc::workspace_bytes(s, shp), {}, &len);
+  }
+};
+
+void BM_encode_vs_memcpy(benchmark::State& state) {
+  encoded e(state);
+  against_memcpy(state, [&] { return e.encode(); });
+}
+
+void BM_decode_vs_memcpy(benchmark::State& state) {
+  encoded e(state);
+  if (!pc::ok(e.encode())) state.SkipWithError("encode failed");
+  std::vector<float> out(n);
+  against_memcpy(state, [&] {
+    return pc::host::decode(e.payload.data(), e.len, pc::tensor_view{out.data(), pc::dtype::f32, e.shp});
+  });
 }
 
 }  // namespace
 
 // Argument: k in thousandths of n (1 = 0.1%, 10 = 1%, 100 = 10%).
 BENCHMARK(BM_select_radix_vs_nth_element)->Arg(1)->Arg(10)->Arg(100)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_encode_vs_memcpy)->Arg(1)->Arg(10)->Arg(100)->Unit(benchmark::kMillisecond)->UseRealTime();
+// Arguments: k in thousandths of the unit; row length (0: scope=tensor; 1024: the training
+// example's rows).
+BENCHMARK(BM_encode_vs_memcpy)->ArgsProduct({{1, 10, 100}, {0, 1024}})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_decode_vs_memcpy)->ArgsProduct({{1, 10, 100}, {0, 1024}})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_MAIN();

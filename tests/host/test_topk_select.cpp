@@ -23,6 +23,8 @@ std::vector<uint64_t> sort_select(const std::vector<uint32_t>& key, uint64_t k) 
   return idx;
 }
 
+constexpr int kinds = 9;
+
 std::vector<uint32_t> make_keys(int kind, uint64_t m, uint64_t seed) {
   std::vector<uint32_t> k(m);
   for (auto& v : k) {
@@ -33,7 +35,11 @@ std::vector<uint32_t> make_keys(int kind, uint64_t m, uint64_t seed) {
       case 2: v = uint32_t(z % 3) << 21; break;                     // differ in the first digit only
       case 3: v = 0x12345678u; break;                               // all equal
       case 4: v = uint32_t(z % 5) << 10 | 0x40000000u; break;       // middle digit
-      default: v = uint32_t(z >> 40) & 0x7FFFFFFFu; break;
+      case 5: v = uint32_t(z >> 40) & 0x7FFFFFFFu; break;
+      case 6: v = z % 2 ? 0u : uint32_t(z >> 33) & 0x3FFFFFFFu; break;  // half zeros (a ReLU's output)
+      case 7: v = uint32_t(z >> 43) % (1u << 21); break;             // first digit 0 only
+      default: v = uint32_t(z % 16) << 24 | uint32_t(z >> 40) % 4; break;  // ties in a narrowed bucket
+
     }
   }
   return k;
@@ -44,7 +50,7 @@ std::vector<uint32_t> make_keys(int kind, uint64_t m, uint64_t seed) {
 TEST_CASE("radix select agrees with a sort on every path") {
   uint64_t rng = 77;
   for (int trial = 0; trial < 600; ++trial) {
-    const int kind = int(splitmix(rng) % 6);
+    const int kind = int(splitmix(rng) % kinds);
     const uint64_t m = splitmix(rng) % 3000;
     const uint64_t k = m == 0 ? 0 : splitmix(rng) % (m + 1);
     const auto keys = make_keys(kind, m, trial);
@@ -75,7 +81,7 @@ TEST_CASE("large units: the sampled guess of the first digit never changes the r
   uint64_t rng = 5;
   for (int trial = 0; trial < 24; ++trial) {
     const uint64_t m = 131072 + testdata::splitmix(rng) % 70000;
-    auto keys = make_keys(trial % 6, m, trial);
+    auto keys = make_keys(trial % kinds, m, trial);
     if (trial % 4 == 1) std::sort(keys.begin(), keys.end());
     if (trial % 4 == 2)
       for (uint64_t i = 0; i < m; ++i) keys[i] = (i / 64) % 64 == 63 ? 0x7F000000u + uint32_t(i) : keys[i] >> 4;
@@ -107,4 +113,31 @@ TEST_CASE("early exit: a bucket kept whole stops the passes with a shorter mask"
   CHECK(t.mask == 0x7FFu << 21);
   CHECK(t.prefix == 5u << 21);
   CHECK(t.take_equal == 25);
+}
+
+TEST_CASE("one scratch for many units: zero again after each, same result as its own") {
+  // An encode keeps one radix_scratch for all its units; each pass clears only the buckets it
+  // counted (bucket 0 and [lo, hi]), and few remaining keys finish by select_among.
+  host::detail::radix_scratch s;
+  uint64_t rng = 901;
+  for (int unit = 0; unit < 400; ++unit) {
+    const int kind = unit % kinds;
+    const uint64_t m = 1 + splitmix(rng) % (unit % 2 ? 1100 : 40);
+    const uint64_t k = splitmix(rng) % (m + 1);
+    const auto keys = make_keys(kind, m, 1000 + unit);
+    std::vector<uint32_t> cand(m / 4 + 1, 0xDEADBEEFu);
+    auto key = [&](uint64_t i) { return keys[i]; };
+    CAPTURE(unit);
+    CAPTURE(kind);
+    CAPTURE(m);
+    CAPTURE(k);
+    const auto t = host::detail::radix_select(key, m, k, cand.data(), m / 4, s);
+    CHECK(cand[m / 4] == 0xDEADBEEFu);
+    std::vector<uint64_t> got;
+    host::detail::compact_kept(key, m, t, [&](uint64_t, uint64_t i) { got.push_back(i); });
+    REQUIRE(got == sort_select(keys, k));
+    const bool zero = std::all_of(std::begin(s.hist), std::end(s.hist), [](uint64_t c) { return c == 0; }) &&
+                      std::all_of(&s.sub[0][0], &s.sub[0][0] + 4 * pipecodec::detail::topk_radix_buckets, [](uint16_t c) { return c == 0; });
+    REQUIRE(zero);
+  }
 }

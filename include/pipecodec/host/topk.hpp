@@ -40,14 +40,15 @@ inline void for_each_selected(const topk_desc& d, const topk_layout& L, const vo
                               const topk_payload* mask, uint32_t* cand, uint64_t cap, F&& f) {
   if (mask != nullptr) return for_each_position(*mask, f);
   if (L.kept == 0) return;  // e.g. many empty rows: nothing to select
+  radix_scratch scratch;
   for (uint64_t u = 0; u < L.units; ++u) {
     auto emit = [&](uint64_t j, uint64_t i) { f(u, j, i); };
     if (d.codec == codec_id::randk) {
       const randk_keys key{randk_draw(d, ids, u, L.unit_len)};
-      compact_kept(key, L.unit_len, radix_select(key, L.unit_len, L.k, cand, cap), emit);
+      compact_kept(key, L.unit_len, radix_select(key, L.unit_len, L.k, cand, cap, scratch), emit);
     } else {
       const magnitude_keys<T> key{x, u * L.unit_len};
-      compact_kept(key, L.unit_len, radix_select(key, L.unit_len, L.k, cand, cap), emit);
+      compact_kept(key, L.unit_len, radix_select(key, L.unit_len, L.k, cand, cap, scratch), emit);
     }
   }
 }

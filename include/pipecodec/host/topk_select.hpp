@@ -5,11 +5,17 @@
 // a pass stops early when the bucket holding the k-th key is kept whole. One ordered
 // compaction pass then emits the kept positions in ascending order.
 //
-// Host-only shortcut, which never changes the result: a sample (1 key in 64)
+// Host-only shortcuts, which never change the result: a sample (1 key in 64)
 // guesses a first digit safely below the k-th key's, and the first histogram pass also
 // buffers every key at or above that guess. When the guess holds and the keys fit, the
-// second pass reads only that buffer instead of the whole unit.
+// second pass reads only that buffer instead of the whole unit. Short units (rows) pay for
+// their keys, not for the 2048 buckets: the histograms stay zero between units and the first
+// pass touches only the range of digits it met, and once at most 256 keys are left a later
+// pass is replaced by an exact selection among them (select_among).
 #pragma once
+
+#include <algorithm>
+#include <functional>
 
 #include "../core/topk_key.hpp"
 
@@ -61,30 +67,73 @@ inline uint32_t guess_low_digit(const KeyFn& key, uint64_t m, uint64_t k, uint64
   return no_digit;
 }
 
-// Histogram of the first digit over all m keys; keys whose first digit is >= low are
-// appended to cand while they fit (ncand > cand_cap on return means they did not).
+// Histogram memory of a select, zero between units: the first pass clears only the buckets
+// its digits reached, and a later pass with few keys left selects among them without buckets
+// (select_among), so a short unit (a row of 1024) pays for its keys, not for 2048 buckets.
+// About 32 KiB: callers keep one for all the units of an encode.
+struct radix_scratch {
+  uint16_t sub[4][topk_radix_buckets] = {};
+  uint64_t hist[topk_radix_buckets] = {};
+};
+
+// The buckets a pass counted into: bucket 0 and [lo, hi] of the others. Bucket 0 holds the
+// zeros (half of a ReLU's output) and the smallest magnitudes; keeping it apart leaves the
+// empty buckets between it and the rest out of every scan and clear.
+struct digit_range {
+  uint32_t lo = topk_radix_buckets, hi = 0;  // lo > hi: no bucket but 0
+  void add(uint32_t d) {
+    lo = d != 0 && d < lo ? d : lo;
+    hi = d > hi ? d : hi;
+  }
+  void merge(const digit_range& o) {
+    lo = o.lo < lo ? o.lo : lo;
+    hi = o.hi > hi ? o.hi : hi;
+  }
+  template <class F>
+  void for_each(F&& f) const {
+    f(0u);
+    for (uint32_t d = lo; d <= hi; ++d) f(d);
+  }
+};
+
+// Histogram of the first digit over all m keys into s.hist; keys whose first digit is >= low
+// are appended to cand while they fit (ncand > cand_cap on return means they did not).
 // Four interleaved sub-histograms break the store-to-load chains of clustered data; u16
-// counters over chunks of 4 * 65535 keys keep all four within half of a 32 KiB L1.
-template <class KeyFn>
-inline void first_pass(const KeyFn& key, uint64_t m, uint64_t* hist, uint32_t low, uint32_t* cand,
-                       uint64_t cand_cap, uint64_t& ncand) {
+// counters over chunks of 4 * 65535 keys keep all four within half of a 32 KiB L1. With
+// Track, the digits' range is followed and only it is summed and cleared; without, every
+// bucket is (a unit of tens of thousands of keys and more pays less for that than for the
+// tracking).
+template <bool Track, class KeyFn>
+inline digit_range first_pass(const KeyFn& key, uint64_t m, radix_scratch& s, uint32_t low, uint32_t* cand,
+                              uint64_t cand_cap, uint64_t& ncand) {
   constexpr uint32_t shift = topk_digit_shift(0);
   constexpr uint64_t chunk = 4 * 65535 - (4 * 65535) % select_block;
-  uint16_t sub[4][topk_radix_buckets];
+  digit_range all;
   for (uint64_t begin = 0; begin < m;) {
     const uint64_t end = m - begin > chunk ? begin + chunk : m;
-    memset(sub, 0, sizeof(sub));
+    digit_range r;  // of this chunk
+    if (!Track) r = digit_range{1, topk_radix_buckets - 1};
     uint64_t i = begin;
     for (; i + select_block <= end; i += select_block) {
-      uint32_t d[select_block];  // digits first: a loop compilers vectorise
+      uint32_t d[select_block];  // digits first: loops compilers vectorise
       for (uint32_t l = 0; l < select_block; ++l) d[l] = key(i + l) >> shift;
       uint32_t bits = 0;
       for (uint32_t l = 0; l < select_block; ++l) bits |= uint32_t(d[l] >= low) << l;
+      if (Track) {
+        uint32_t lo = r.lo, hi = r.hi;  // in registers: the loop vectorises
+        for (uint32_t l = 0; l < select_block; ++l) {
+          const uint32_t nonzero = d[l] == 0 ? topk_radix_buckets : d[l];
+          lo = nonzero < lo ? nonzero : lo;
+          hi = d[l] > hi ? d[l] : hi;
+        }
+        r.lo = lo;
+        r.hi = hi;
+      }
       for (uint32_t l = 0; l < select_block; l += 4) {
-        ++sub[0][d[l]];
-        ++sub[1][d[l + 1]];
-        ++sub[2][d[l + 2]];
-        ++sub[3][d[l + 3]];
+        ++s.sub[0][d[l]];
+        ++s.sub[1][d[l + 1]];
+        ++s.sub[2][d[l + 2]];
+        ++s.sub[3][d[l + 3]];
       }
       for (; bits != 0 && ncand <= cand_cap; bits &= bits - 1) {
         if (ncand < cand_cap) cand[ncand] = key(i + uint32_t(__builtin_ctz(bits)));
@@ -92,29 +141,54 @@ inline void first_pass(const KeyFn& key, uint64_t m, uint64_t* hist, uint32_t lo
       }
     }
     for (; i < end; ++i) {
-      const uint32_t c = key(i);
-      ++sub[0][c >> shift];
-      if ((c >> shift) >= low && ncand <= cand_cap) {
+      const uint32_t c = key(i), d = c >> shift;
+      ++s.sub[0][d];
+      r.add(d);
+      if (d >= low && ncand <= cand_cap) {
         if (ncand < cand_cap) cand[ncand] = c;
         ++ncand;
       }
     }
-    for (uint32_t b = 0; b < topk_radix_buckets; ++b)
-      hist[b] += uint64_t(sub[0][b]) + uint64_t(sub[1][b]) + uint64_t(sub[2][b]) + uint64_t(sub[3][b]);
+    r.for_each([&](uint32_t b) {
+      s.hist[b] += uint64_t(s.sub[0][b]) + uint64_t(s.sub[1][b]) + uint64_t(s.sub[2][b]) + uint64_t(s.sub[3][b]);
+      s.sub[0][b] = s.sub[1][b] = s.sub[2][b] = s.sub[3][b] = 0;
+    });
+    all.merge(r);
     begin = end;
   }
+  return all;
 }
 
-// Keys of a unit read on the fly; KeyFn(i) -> uint32_t for i in [0, m).
+// Units shorter than this follow their first digits' range (first_pass).
+constexpr uint64_t track_digits_below = 65536;
+// A later pass with at most this many matching keys finishes by select_among.
+constexpr uint64_t direct_select_max = 256;
+
+// The threshold that keeps the `remaining` largest of the n keys c[0, n) (all matching t's
+// mask and prefix): the remaining-th largest key exactly (a full mask), and how many keys
+// equal to it to keep. Reorders c.
+inline topk_threshold select_among(uint32_t* c, uint64_t n, uint64_t remaining, topk_threshold t) {
+  std::nth_element(c, c + (remaining - 1), c + n, std::greater<uint32_t>());
+  const uint32_t kth = c[remaining - 1];
+  uint64_t greater = 0;
+  for (uint64_t i = 0; i < n; ++i) greater += c[i] > kth;
+  t.mask = ~0u;
+  t.prefix = kth;
+  t.take_equal = remaining - greater;
+  return t;
+}
+
+// Keys of a unit read on the fly; KeyFn(i) -> uint32_t for i in [0, m). `s` is zero on entry
+// and on return.
 template <class KeyFn>
-inline topk_threshold radix_select(const KeyFn& key, uint64_t m, uint64_t k, uint32_t* cand,
-                                   uint64_t cand_cap) {
+inline topk_threshold radix_select(const KeyFn& key, uint64_t m, uint64_t k, uint32_t* cand, uint64_t cand_cap,
+                                   radix_scratch& s) {
   topk_threshold t;
   if (k == 0 || k >= m) {  // keep nothing, or everything (mask 0 makes every key equal)
     t.take_equal = k;
     return t;
   }
-  uint64_t hist[topk_radix_buckets] = {};
+  uint64_t* hist = s.hist;
   uint64_t remaining = k;  // still to keep among keys matching (mask, prefix)
   uint64_t matching = m;   // how many keys match (mask, prefix)
   uint64_t ncand = 0;
@@ -123,10 +197,24 @@ inline topk_threshold radix_select(const KeyFn& key, uint64_t m, uint64_t k, uin
     const uint32_t shift = topk_digit_shift(p), dmask = topk_digit_mask(p);
     const auto matches = [&](uint32_t c) { return (c & t.mask) == t.prefix; };
     const uint32_t low = p == 0 ? guess_low_digit(key, m, k, cand_cap) : no_digit;
+    digit_range r;
     if (p == 0) {
-      first_pass(key, m, hist, low, cand, cand_cap, ncand);
+      r = m < track_digits_below ? first_pass<true>(key, m, s, low, cand, cand_cap, ncand)
+                                 : first_pass<false>(key, m, s, low, cand, cand_cap, ncand);
+    } else if (matching <= direct_select_max && matching <= cand_cap) {
+      // Few keys left: gather them and finish exactly, without 2048 buckets to clear and scan.
+      uint64_t w = 0;
+      if (buffered) {
+        for (uint64_t i = 0; i < ncand; ++i) {
+          cand[w] = cand[i];
+          w += matches(cand[i]);
+        }
+      } else {
+        for_each_match(key, m, matches, [&](uint64_t i) { cand[w++] = key(i); });
+      }
+      return select_among(cand, w, remaining, t);
     } else {
-      for (uint32_t b = 0; b <= dmask; ++b) hist[b] = 0;
+      r = digit_range{1, dmask};  // a pass over more keys than that: every bucket
       if (buffered) {
         uint64_t w = 0;  // keep only the keys inside the prefix chosen so far
         for (uint64_t i = 0; i < ncand; ++i) {
@@ -147,19 +235,29 @@ inline topk_threshold radix_select(const KeyFn& key, uint64_t m, uint64_t k, uin
         for_each_match(key, m, matches, [&](uint64_t i) { ++hist[(key(i) >> shift) & dmask]; });
       }
     }
-    // Highest bucket b whose keys, with all keys in buckets above it, reach `remaining`.
-    uint32_t b = dmask;
+    // Highest bucket b whose keys, with all keys in buckets above it, reach `remaining`
+    // (the matching keys, at least `remaining`, lie in the buckets of r).
+    uint32_t b = r.hi;
     uint64_t above = 0;
-    while (above + hist[b] < remaining) above += hist[b--];
+    while (b >= r.lo && above + hist[b] < remaining) above += hist[b--];  // r.lo >= 1: no wrap
+    if (b < r.lo) b = 0;  // the rest lie in bucket 0
     remaining -= above;
     t.mask |= dmask << shift;
     t.prefix |= b << shift;
     matching = hist[b];
+    r.for_each([&](uint32_t d) { hist[d] = 0; });
     if (p == 0) buffered = low != no_digit && b >= low && ncand <= cand_cap;
     if (matching == remaining) break;  // the whole bucket is kept
   }
   t.take_equal = remaining;
   return t;
+}
+
+// The same with histograms of its own (tests, one-off selections).
+template <class KeyFn>
+inline topk_threshold radix_select(const KeyFn& key, uint64_t m, uint64_t k, uint32_t* cand, uint64_t cand_cap) {
+  radix_scratch s;
+  return radix_select(key, m, k, cand, cand_cap, s);
 }
 
 // Calls emit(j, i) for the kept positions i in ascending order, j = 0, 1, ... k-1.
