@@ -80,8 +80,7 @@ inline status make_plan(const aqsgd_config& c, const aqsgd_table& t, const uint6
   auto* bids = reinterpret_cast<uint64_t*>(p + L.batch_ids);
   auto* slot = reinterpret_cast<uint64_t*>(p + L.slot);
   uint64_t unseen = 0;
-  status st = pipecodec::detail::plan_rows(t, ids, rows, reinterpret_cast<uint64_t*>(p + L.sort),
-                                      slot, unseen);
+  status st = pipecodec::detail::plan_rows(t, ids, rows, reinterpret_cast<uint64_t*>(p + L.sort), slot, unseen);
   if (!ok(st)) return st;
   out.known = t.count();
   uint8_t* kinds = p + aqsgd_header_bytes;
