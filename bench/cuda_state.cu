@@ -80,7 +80,7 @@ void bench_sample_store(benchmark::State& st, store_op kind) {
   const bool ef = kind == store_op::ef_sample;
   if (!timer().ready) return st.SkipWithError("device setup failed");
   const uint64_t n = uint64_t(1) << env_int("PIPECODEC_BENCH_LOG2N", 28), cols = 4096, rows = n / cols;
-  pc::host::aqsgd_config c;
+  pc::aqsgd_config c;
   if (!pc::ok(pc::parse_spec("quant:bits=4", c.codec))) return st.SkipWithError("spec");
   c.cols = cols;
   c.state_type = pc::dtype::bf16;
@@ -90,7 +90,7 @@ void bench_sample_store(benchmark::State& st, store_op kind) {
   if (!pc::ok(pc::init_aqsgd_table(table.data(), table.size() * 8, rows, store.table)))
     return st.SkipWithError("table");
   for (uint64_t r = 0; r < rows; ++r) (void)store.table.insert_new(ids[r] = 7 * r + 1);  // all seen before
-  const size_t cap = ef ? pc::host::ef_sample_payload_bytes(c, rows) : pc::host::aqsgd_message_bytes(c, rows);
+  const size_t cap = ef ? pc::ef_sample_payload_bytes(c, rows) : pc::aqsgd_message_bytes(c, rows);
   const size_t wsb = ef ? pc::cuda::ef_sample_workspace_bytes(c, rows) : pc::cuda::aqsgd_workspace_bytes(c, rows);
   dbuf m(n * 2), a(n * 2), msg(cap), ws(wsb), plan(pc::cuda::aqsgd_plan_bytes(rows), true), big(3 * n * 2 + cap);
   if (!m.p || !a.p || !msg.p || !ws.p || !plan.p || !big.p) return st.SkipWithError("allocation failed");
