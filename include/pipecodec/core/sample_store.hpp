@@ -58,6 +58,15 @@ inline status check_aqsgd_config(const aqsgd_config& c) {
   return status::success;
 }
 
+// A store's table and rows (on either side of the PCIe bus) against the configuration.
+inline status check_store_layout(const aqsgd_config& c, const aqsgd_table& table, const tensor_view& rows) {
+  if (table.words == nullptr || rows.data == nullptr) return status::invalid_argument;
+  if (table.capacity() != c.capacity || rows.type != c.state_type || rows.shp.rows != c.capacity ||
+      rows.shp.cols != c.cols)
+    return status::state_mismatch;
+  return status::success;
+}
+
 // Batches above this many rows get a message bound without trying every warm/delta split.
 constexpr uint64_t aqsgd_exact_bound_rows = 65536;
 

@@ -76,11 +76,8 @@ struct aqsgd_dev_ws {
 
 inline status check_device_store(const aqsgd_config& c, const aqsgd_device_store& s, uint64_t rows) {
   status st = check_aqsgd_config(c);
+  if (ok(st)) st = check_store_layout(c, s.table, s.rows);
   if (!ok(st)) return st;
-  if (s.table.words == nullptr || s.rows.data == nullptr) return status::invalid_argument;
-  if (s.table.capacity() != c.capacity || s.rows.type != c.state_type || s.rows.shp.rows != c.capacity ||
-      s.rows.shp.cols != c.cols)
-    return status::state_mismatch;
   if (s.pinned() && (s.staging.type != c.state_type || s.staging.shp.cols != c.cols || s.staging.shp.rows < rows))
     return status::state_mismatch;
   if (!element_aligned(s.rows.data, s.rows.type) || !element_aligned(s.staging.data, s.rows.type))

@@ -170,7 +170,7 @@ inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const vo
                            size_t workspace_size) {
   using namespace detail;
   status st = check_aqsgd_config(c);
-  if (ok(st)) st = check_store(c, s);
+  if (ok(st)) st = check_store_layout(c, s.table, s.rows);
   if (!ok(st)) return st;
   aqsgd_frame f;
   st = parse_aqsgd_frame(message, len, f);

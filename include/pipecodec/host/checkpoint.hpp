@@ -100,7 +100,7 @@ status save_checkpoint(checkpoint_kind k, const_tensor_view state, Sink&& sink) 
 template <class Sink>
 status save_checkpoint(checkpoint_kind k, const aqsgd_config& c, const aqsgd_store& s, Sink&& sink) {
   status st = check_aqsgd_config(c);
-  if (ok(st)) st = detail::check_store(c, s);
+  if (ok(st)) st = check_store_layout(c, s.table, s.rows);
   if (!ok(st)) return st;
   if (k != checkpoint_kind::aqsgd_store && k != checkpoint_kind::ef_sample_store) return status::invalid_argument;
   const checkpoint_header h = detail::store_checkpoint(k, c, s);
@@ -130,7 +130,7 @@ inline status restore_checkpoint(const void* buf, size_t len, checkpoint_kind k,
 inline status restore_checkpoint(const void* buf, size_t len, checkpoint_kind k, const aqsgd_config& c,
                                  const aqsgd_store& s) {
   status st = check_aqsgd_config(c);
-  if (ok(st)) st = detail::check_store(c, s);
+  if (ok(st)) st = check_store_layout(c, s.table, s.rows);
   if (!ok(st)) return st;
   checkpoint_header h;
   st = detail::parse_checkpoint(buf, len, h);

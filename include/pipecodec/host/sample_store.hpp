@@ -23,14 +23,6 @@ struct aqsgd_store {
 
 namespace detail {
 
-inline status check_store(const aqsgd_config& c, const aqsgd_store& s) {
-  if (s.table.words == nullptr || s.rows.data == nullptr) return status::invalid_argument;
-  if (s.table.capacity() != c.capacity || s.rows.type != c.state_type ||
-      s.rows.shp.rows != c.capacity || s.rows.shp.cols != c.cols)
-    return status::state_mismatch;
-  return status::success;
-}
-
 // Workspace pieces: fp32 rows (warm rows first, then delta rows), two u64 arrays per row,
 // and the codecs' own workspace.
 struct aqsgd_ws {
@@ -67,7 +59,7 @@ inline status prepare_batch(const aqsgd_config& c, const aqsgd_store& s, const u
                             const_tensor_view batch, const void* out, size_t capacity, void* workspace,
                             size_t workspace_size, aqsgd_ws& w, uint64_t& unseen) {
   status st = check_aqsgd_config(c);
-  if (ok(st)) st = check_store(c, s);
+  if (ok(st)) st = check_store_layout(c, s.table, s.rows);
   if (!ok(st)) return st;
   const uint64_t rows = batch.shp.rows;
   if (batch.shp.cols != c.cols || rows > max_elements / c.cols) return status::shape_mismatch;
