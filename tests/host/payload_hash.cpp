@@ -35,6 +35,21 @@ std::vector<float> inputs(uint64_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  // Built for a vector level this CPU may not have (the x86-64-v3/v4 flavours): skipped there.
+#if defined(__AVX512BW__)
+  if (!__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq")) return 77;
+#endif
+#if defined(__AVX512VBMI__)
+  if (!__builtin_cpu_supports("avx512vbmi")) return 77;
+#endif
+#if defined(__GFNI__)
+  if (!__builtin_cpu_supports("gfni")) return 77;
+#endif
+#if defined(__AVX2__)
+  if (!__builtin_cpu_supports("avx2")) return 77;
+#endif
+#endif
   fnv hash;
   unsigned cases = 0;
   const pc::shape shapes[] = {pc::shape(3, 333), pc::shape(1000), pc::shape(2, 64)};

@@ -5,42 +5,98 @@
 //   (the comparisons may trap), but min/max instructions implement them exactly;
 // - bit-plane packing of one 32-code chunk: one shift and one movemask per plane, the
 //   same planes as core/bitplane.hpp;
-// - (AVX2) quantizing a full fp32 chunk in registers, and Philox for 8 blocks at once.
+// - (AVX2) quantizing a full fp32 chunk in registers, and Philox for 8 blocks at once;
+// - (AVX-512 BW+VL+DQ) the same with 16 lanes, bit planes as mask registers (one test or one
+//   masked or per plane), and decoding a chunk through a 16-entry table of the group's
+//   values for up to 4 bits.
 #pragma once
 
 #include "../core/bitplane.hpp"
 #include "../core/philox.hpp"
 #include "../core/quant_math.hpp"
 
-#if defined(__AVX2__)
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#define PIPECODEC_HOST_AVX512 1
+#if defined(__GFNI__) && defined(__AVX512VBMI__)
+#define PIPECODEC_HOST_GFNI 1  // bit-plane transposes by GF(2) affine steps
+#endif
+#endif
+
+#if defined(__AVX2__) || defined(__F16C__)
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics warn of their own self-initialised placeholder once inlined
+// (GCC bug 105593); the warning is tied to the header's lines, so it is silenced only there.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 #elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 namespace pipecodec::host::detail {
 
-// stats_add over x[0..len): finite values only. Lane-wise: v replaced by the neutral +-Inf
-// unless -FLT_MAX <= v <= FLT_MAX (false for NaN), then min/max, which return the second
-// operand on ties, as stats_add keeps the old value.
+// stats_add over x[0..len): finite values only. min/max return their second operand when
+// the first is NaN and on ties, as stats_add keeps the old value, so NaN needs no filter;
+// +-Inf would count, so a block whose result reaches one is redone with the finite filter
+// (v replaced by the neutral +-Inf unless -FLT_MAX <= v <= FLT_MAX). Which of +0 and -0 a
+// tie keeps does not matter: make_params canonicalises zeros.
 inline pipecodec::detail::group_stats minmax_f32(const float* x, uint64_t len) {
   using pipecodec::detail::flt_max;
   pipecodec::detail::group_stats s;
   uint64_t i = 0;
-#if defined(__AVX2__)
+#if defined(PIPECODEC_HOST_AVX512)
+  const __m512 inf = _mm512_set1_ps(__builtin_inff()), ninf = _mm512_set1_ps(-__builtin_inff());
+  __m512 lo = inf, hi = ninf;
+  for (; i + 16 <= len; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    lo = _mm512_min_ps(v, lo);
+    hi = _mm512_max_ps(v, hi);
+  }
+  if ((_mm512_cmp_ps_mask(lo, ninf, _CMP_EQ_OQ) | _mm512_cmp_ps_mask(hi, inf, _CMP_EQ_OQ)) != 0) {
+    const __m512 lo_ok = _mm512_set1_ps(-flt_max), hi_ok = _mm512_set1_ps(flt_max);
+    lo = inf;
+    hi = ninf;
+    for (uint64_t j = 0; j + 16 <= len; j += 16) {
+      const __m512 v = _mm512_loadu_ps(x + j);
+      const __mmask16 fin = _mm512_cmp_ps_mask(v, lo_ok, _CMP_GE_OQ) & _mm512_cmp_ps_mask(v, hi_ok, _CMP_LE_OQ);
+      lo = _mm512_mask_min_ps(lo, fin, v, lo);
+      hi = _mm512_mask_max_ps(hi, fin, v, hi);
+    }
+  }
+  s.lo = _mm512_reduce_min_ps(lo);  // lanes hold finite values or the neutral +-Inf
+  s.hi = _mm512_reduce_max_ps(hi);
+#elif defined(__AVX2__)
   const __m256 inf = _mm256_set1_ps(__builtin_inff()), ninf = _mm256_set1_ps(-__builtin_inff());
-  const __m256 lo_ok = _mm256_set1_ps(-flt_max), hi_ok = _mm256_set1_ps(flt_max);
   __m256 lo = inf, hi = ninf;
   for (; i + 8 <= len; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256 fin = _mm256_and_ps(_mm256_cmp_ps(v, lo_ok, _CMP_GE_OQ), _mm256_cmp_ps(v, hi_ok, _CMP_LE_OQ));
-    lo = _mm256_min_ps(_mm256_blendv_ps(inf, v, fin), lo);
-    hi = _mm256_max_ps(_mm256_blendv_ps(ninf, v, fin), hi);
+    lo = _mm256_min_ps(v, lo);
+    hi = _mm256_max_ps(v, hi);
   }
-  float l8[8], h8[8];
-  _mm256_storeu_ps(l8, lo);
-  _mm256_storeu_ps(h8, hi);
-  for (uint32_t k = 0; k < 8; ++k) s = pipecodec::detail::stats_merge(s, {l8[k], h8[k]});
+  const __m256 reached = _mm256_or_ps(_mm256_cmp_ps(lo, ninf, _CMP_EQ_OQ), _mm256_cmp_ps(hi, inf, _CMP_EQ_OQ));
+  if (_mm256_movemask_ps(reached) != 0) {  // an infinity: again, finite values only
+    const __m256 lo_ok = _mm256_set1_ps(-flt_max), hi_ok = _mm256_set1_ps(flt_max);
+    lo = inf;
+    hi = ninf;
+    for (uint64_t j = 0; j + 8 <= len; j += 8) {
+      const __m256 v = _mm256_loadu_ps(x + j);
+      const __m256 fin = _mm256_and_ps(_mm256_cmp_ps(v, lo_ok, _CMP_GE_OQ), _mm256_cmp_ps(v, hi_ok, _CMP_LE_OQ));
+      lo = _mm256_min_ps(_mm256_blendv_ps(inf, v, fin), lo);
+      hi = _mm256_max_ps(_mm256_blendv_ps(ninf, v, fin), hi);
+    }
+  }
+  // Lanes fold pairwise; the lanes hold finite values or the neutral +-Inf, never NaN.
+  __m128 l4 = _mm_min_ps(_mm256_castps256_ps128(lo), _mm256_extractf128_ps(lo, 1));
+  __m128 h4 = _mm_max_ps(_mm256_castps256_ps128(hi), _mm256_extractf128_ps(hi, 1));
+  l4 = _mm_min_ps(l4, _mm_movehl_ps(l4, l4));
+  h4 = _mm_max_ps(h4, _mm_movehl_ps(h4, h4));
+  s.lo = _mm_cvtss_f32(_mm_min_ss(l4, _mm_shuffle_ps(l4, l4, 1)));
+  s.hi = _mm_cvtss_f32(_mm_max_ss(h4, _mm_shuffle_ps(h4, h4, 1)));
 #elif defined(__SSE2__)
   const __m128 inf = _mm_set1_ps(__builtin_inff()), ninf = _mm_set1_ps(-__builtin_inff());
   const __m128 lo_ok = _mm_set1_ps(-flt_max), hi_ok = _mm_set1_ps(flt_max);
@@ -62,11 +118,34 @@ inline pipecodec::detail::group_stats minmax_f32(const float* x, uint64_t len) {
 
 // bit j of codes[l] -> bit l of planes[j]: shifting bit j of every byte up to bit 7 (the
 // 16-bit shift cannot carry another byte's bit into bit 7) and reading the byte sign bits.
-#if defined(__AVX2__)
+#if defined(__AVX2__) && !defined(PIPECODEC_HOST_AVX512)
 template <uint32_t Bits>
-inline void planes_from_bytes(__m256i v, uint32_t* planes) {
-  for (uint32_t j = 0; j < Bits; ++j)
-    planes[j] = uint32_t(_mm256_movemask_epi8(_mm256_sll_epi16(v, _mm_cvtsi32_si128(int(7 - j)))));
+inline void planes_from_bytes(__m256i v, void* planes) {
+  for (uint32_t j = 0; j < Bits; ++j) {
+    const uint32_t plane = uint32_t(_mm256_movemask_epi8(_mm256_sll_epi16(v, _mm_cvtsi32_si128(int(7 - j)))));
+    memcpy(static_cast<uint8_t*>(planes) + 4 * j, &plane, 4);
+  }
+}
+#endif
+
+#if defined(PIPECODEC_HOST_GFNI)
+// An 8x8 bit transpose per 8 codes: a GF(2) affine step with the codes (byte-reversed) as the
+// matrix and byte j = 2^j as the vectors turns qword k into bit j of codes 8k..8k+7 in byte j;
+// one byte permute then gathers byte j of the four qwords into plane j.
+template <uint32_t Bits>
+inline void planes_from_bytes(__m256i v, void* planes) {
+  const __m256i reversed = _mm256_shuffle_epi8(v, _mm256_setr_epi8(7,6,5,4,3,2,1,0,15,14,13,12,11,10,9,8,7,6,5,4,3,2,1,0,15,14,13,12,11,10,9,8));
+  const __m256i t = _mm256_gf2p8affine_epi64_epi8(_mm256_set1_epi64x(int64_t(0x8040201008040201ull)), reversed, 0);
+  const __m256i p = _mm256_permutexvar_epi8(_mm256_setr_epi8(0,8,16,24,1,9,17,25,2,10,18,26,3,11,19,27,4,12,20,28,5,13,21,29,6,14,22,30,7,15,23,31), t);
+  _mm256_mask_storeu_epi32(planes, __mmask8((1u << Bits) - 1u), p);
+}
+#elif defined(PIPECODEC_HOST_AVX512)
+template <uint32_t Bits>
+inline void planes_from_bytes(__m256i v, void* planes) {
+  for (uint32_t j = 0; j < Bits; ++j) {
+    const uint32_t plane = _cvtmask32_u32(_mm256_movepi8_mask(_mm256_slli_epi16(v, int(7 - j))));
+    memcpy(static_cast<uint8_t*>(planes) + 4 * j, &plane, 4);
+  }
 }
 #endif
 
@@ -91,10 +170,30 @@ inline void pack_chunk(const uint8_t (&codes)[32], uint32_t* planes) {
 // quantize_nearest / quantize_stochastic of 32 fp32 values and their bit planes, all in
 // registers. Same operations in the same order: (x - o) * pre * inv, clamp (max/min return
 // the bound for NaN and on ties, as clamp_code does), + z, then round.
-// u: the 32 uniforms of the chunk (stochastic only).
+// u: the 32 uniforms of the chunk (stochastic only); planes: where the Bits planes go (4 bytes each).
 template <uint32_t Bits, rounding R>
 inline void quantize_pack_f32(const float* x, const pipecodec::detail::group_params& p,
-                              const pipecodec::detail::quant_consts& c, const float* u, uint32_t* planes) {
+                              const pipecodec::detail::quant_consts& c, const float* u, void* planes) {
+#if defined(PIPECODEC_HOST_AVX512)
+  const __m512 off = _mm512_set1_ps(p.offset), pre = _mm512_set1_ps(p.pre), inv = _mm512_set1_ps(p.inv);
+  const __m512 lo = _mm512_set1_ps(c.lo), hi = _mm512_set1_ps(c.hi), zero = _mm512_set1_ps(c.zero);
+  __m128i b[2];
+  for (uint32_t k = 0; k < 2; ++k) {
+    __m512 y = _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + 16 * k), off), pre), inv);
+    y = _mm512_add_ps(_mm512_min_ps(_mm512_max_ps(y, lo), hi), zero);
+    __m512i q;
+    if constexpr (R == rounding::nearest) {
+      q = _mm512_castps_si512(_mm512_add_ps(y, _mm512_set1_ps(12582912.0F)));
+    } else {
+      const __m512i t = _mm512_cvttps_epi32(y);
+      const __m512 frac = _mm512_sub_ps(y, _mm512_cvtepi32_ps(t));
+      q = _mm512_mask_add_epi32(t, _mm512_cmp_ps_mask(_mm512_loadu_ps(u + 16 * k), frac, _CMP_LT_OQ), t,
+                                _mm512_set1_epi32(1));
+    }
+    b[k] = _mm512_cvtepi32_epi8(q);  // the low byte of each lane: the code
+  }
+  planes_from_bytes<Bits>(_mm256_inserti128_si256(_mm256_castsi128_si256(b[0]), b[1], 1), planes);
+#else
   const __m256 off = _mm256_set1_ps(p.offset), pre = _mm256_set1_ps(p.pre), inv = _mm256_set1_ps(p.inv);
   const __m256 lo = _mm256_set1_ps(c.lo), hi = _mm256_set1_ps(c.hi), zero = _mm256_set1_ps(c.zero);
   __m256i q[4];
@@ -114,6 +213,7 @@ inline void quantize_pack_f32(const float* x, const pipecodec::detail::group_par
   // Codes are 0..255: saturating packs keep them; the dword permute undoes the per-lane order.
   const __m256i bytes = _mm256_packus_epi16(_mm256_packus_epi32(q[0], q[1]), _mm256_packus_epi32(q[2], q[3]));
   planes_from_bytes<Bits>(_mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)), planes);
+#endif
 }
 #endif
 
@@ -136,6 +236,30 @@ inline void unpack_chunk(const uint32_t* planes, uint8_t (&codes)[32]) {
   pipecodec::detail::unpack_planes<Bits>(planes, codes);
 #endif
 }
+
+#if defined(PIPECODEC_HOST_GFNI)
+// Dequantized values of one chunk (planes at src) into v[0..32): the inverse transpose
+// (planes_from_bytes), then dequantize's operations, or for up to 4 bits a lookup in the
+// group's 16 values computed the same way.
+template <uint32_t Bits>
+struct chunk_values {
+  __m512 scale, offset, zero, table;
+  chunk_values(float s, float o, float z)
+      : scale(_mm512_set1_ps(s)), offset(_mm512_set1_ps(o)), zero(_mm512_set1_ps(z)),
+        table(values(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))) {}
+  __m512 values(__m512 codes) const { return _mm512_add_ps(offset, _mm512_mul_ps(_mm512_sub_ps(codes, zero), scale)); }
+  void operator()(const uint8_t* src, float* v) const {
+    const __m256i p = _mm256_maskz_loadu_epi32(__mmask8((1u << Bits) - 1u), src);
+    // Qword k, byte 7 - j: byte k of plane j, so the affine step's row i is plane i.
+    const __m256i t = _mm256_permutexvar_epi8(_mm256_setr_epi8(28,24,20,16,12,8,4,0,29,25,21,17,13,9,5,1,30,26,22,18,14,10,6,2,31,27,23,19,15,11,7,3), p);
+    const __m256i codes = _mm256_gf2p8affine_epi64_epi8(_mm256_set1_epi64x(int64_t(0x8040201008040201ull)), t, 0);
+    for (uint32_t h = 0; h < 2; ++h) {
+      const __m512i c = _mm512_cvtepu8_epi32(h == 0 ? _mm256_castsi256_si128(codes) : _mm256_extracti128_si256(codes, 1));
+      _mm512_storeu_ps(v + 16 * h, Bits <= 4 ? _mm512_permutexvar_ps(c, table) : values(_mm512_cvtepi32_ps(c)));
+    }
+  }
+};
+#endif
 
 #if defined(__AVX2__)
 // High 32 bits of the 32x32-bit products a * m, lane-wise (m: the same in every lane).

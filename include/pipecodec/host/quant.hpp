@@ -7,6 +7,7 @@
 #include "../core/quant_format.hpp"
 #include "../core/quant_math.hpp"
 #include "chunk_simd.hpp"
+#include "params_simd.hpp"
 #include "buffer_checks.hpp"
 #include "rotation.hpp"
 
@@ -117,17 +118,26 @@ inline void quantize_chunk(const float (&v)[32], const group_params& p, const qu
   }
 }
 
-template <dtype In, uint32_t Bits, rounding R>
-inline void encode_group(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
-                         const randomness& rnd, uint8_t* payload) {
+// Group g's statistics and stored parameters (the outlier entries too, when kept).
+template <dtype In, uint32_t Bits>
+__attribute__((flatten)) inline group_params group_setup(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
+                                uint8_t* payload) {
   const uint64_t begin = L.group_begin(g), len = L.group_size(g);
-  const draw d = R == rounding::stochastic ? rounding_draw(rnd, q.rng, L.cols, begin) : draw{};
   top_list top;
   const group_stats st = L.outliers != 0 ? select_outliers<In>(x, L, g, top) : group_statistics<In>(x, begin, len);
   const group_params p = make_params(st, q);
   store_group(payload, L, g, p);
+  if (L.outliers != 0) store_outliers<In>(x, L, g, top, p, consts_for(Bits, q.scale), payload);
+  return p;
+}
+
+// Group g's code planes, once its parameters are known.
+template <dtype In, uint32_t Bits, rounding R>
+inline void encode_group_codes(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
+                               const group_params& p, const randomness& rnd, uint8_t* payload) {
+  const uint64_t begin = L.group_begin(g), len = L.group_size(g);
+  const draw d = R == rounding::stochastic ? rounding_draw(rnd, q.rng, L.cols, begin) : draw{};
   const quant_consts c = consts_for(Bits, q.scale);
-  if (L.outliers != 0) store_outliers<In>(x, L, g, top, p, c, payload);
   uint8_t* dst = payload + L.codes_offset + L.group_chunk(g) * Bits * 4;
 #if defined(__AVX2__)
   float u[128];  // uniforms of elements u_begin .. u_end - 1 of the group
@@ -149,8 +159,7 @@ inline void encode_group(const void* x, const quant_params& q, const quant_layou
             u_end = e + (four ? 128 : 32);
           }
         }
-        quantize_pack_f32<Bits, R>(static_cast<const float*>(x) + begin + e, p, c, u + (e - u_begin), planes);
-        memcpy(dst, planes, sizeof(planes));
+        quantize_pack_f32<Bits, R>(static_cast<const float*>(x) + begin + e, p, c, u + (e - u_begin), dst);
         continue;
       }
 #endif
@@ -167,34 +176,129 @@ inline void encode_group(const void* x, const quant_params& q, const quant_layou
   }
 }
 
+template <dtype In, uint32_t Bits>
+inline void encode_codes(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
+                         const group_params& p, const randomness& rnd, uint8_t* payload) {
+  if (q.round == rounding::nearest)
+    encode_group_codes<In, Bits, rounding::nearest>(x, q, L, g, p, rnd, payload);
+  else
+    encode_group_codes<In, Bits, rounding::stochastic>(x, q, L, g, p, rnd, payload);
+}
+
+#if defined(PIPECODEC_HOST_AVX512)
+// Groups g0 .. g0 + m - 1 (m <= 16, no outliers): statistics, parameters of all 16 at once
+// (host/params_simd.hpp), the stored scales and offsets, then the codes.
+template <dtype In, uint32_t Bits>
+inline void encode_16_groups(const void* x, const quant_params& q, const quant_layout& L, uint64_t g0, uint64_t m,
+                             const randomness& rnd, uint8_t* payload) {
+  alignas(64) float lo[16] = {}, hi[16] = {};
+  for (uint64_t k = 0; k < m; ++k) {
+    const group_stats st = group_statistics<In>(x, L.group_begin(g0 + k), L.group_size(g0 + k));
+    lo[k] = st.lo;
+    hi[k] = st.hi;
+  }
+  params_x16 P;
+  const __mmask16 redo = make_params_x16(_mm512_load_ps(lo), _mm512_load_ps(hi), q, P) & __mmask16((1u << m) - 1u);
+  uint8_t* sec = payload + L.params_offset;
+  const __mmask16 lanes = __mmask16((1u << m) - 1u);
+  if (L.scale_bytes == 4) {
+    _mm512_mask_storeu_ps(sec + 4 * g0, lanes, _mm512_load_ps(P.scale));
+    if (L.has_offset) _mm512_mask_storeu_ps(sec + 4 * (L.groups + g0), lanes, _mm512_load_ps(P.offset));
+  } else {  // values on the fp16 grid: the conversion is exact
+    const __m256i s16 = _mm512_cvtps_ph(_mm512_load_ps(P.scale), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_mask_storeu_epi16(sec + 2 * g0, lanes, s16);
+    if (L.has_offset)
+      _mm256_mask_storeu_epi16(sec + 2 * (L.groups + g0), lanes,
+                               _mm512_cvtps_ph(_mm512_load_ps(P.offset), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (uint64_t k = 0; k < m; ++k) {
+    group_params p;
+    if (redo >> k & 1u) {
+      p = make_params(group_stats{lo[k], hi[k]}, q);
+      store_group(payload, L, g0 + k, p);
+    } else {
+      p.scale = P.scale[k];
+      p.offset = P.offset[k];
+      p.pre = P.pre[k];
+      p.inv = P.inv[k];
+    }
+    encode_codes<In, Bits>(x, q, L, g0 + k, p, rnd, payload);
+  }
+}
+#endif
+
+// Every group of the layout. Groups go in batches, the batch's parameters first, so the
+// divisions and branches of make_params for several groups overlap instead of stalling
+// each group's codes.
+template <dtype In, uint32_t Bits>
+inline void encode_groups(const void* x, const quant_params& q, const quant_layout& L, const randomness& rnd,
+                          uint8_t* payload) {
+  constexpr uint64_t batch = 16;
+#if defined(PIPECODEC_HOST_AVX512)
+  if (L.outliers == 0) {
+    for (uint64_t g0 = 0; g0 < L.groups; g0 += batch)
+      encode_16_groups<In, Bits>(x, q, L, g0, L.groups - g0 < batch ? L.groups - g0 : batch, rnd, payload);
+    return;
+  }
+#endif
+  group_params params[batch];
+  for (uint64_t g0 = 0; g0 < L.groups; g0 += batch) {
+    const uint64_t m = L.groups - g0 < batch ? L.groups - g0 : batch;
+    for (uint64_t k = 0; k < m; ++k) params[k] = group_setup<In, Bits>(x, q, L, g0 + k, payload);
+    for (uint64_t k = 0; k < m; ++k) encode_codes<In, Bits>(x, q, L, g0 + k, params[k], rnd, payload);
+  }
+}
+
+// load_group of a validated group: its values are finite, so a hardware fp16 conversion,
+// where there is one, gives the same floats as the portable one.
+inline void load_valid_group(const quant_payload& qp, uint64_t g, float& scale, float& offset) {
+#if defined(__F16C__)
+  const quant_layout& L = qp.layout;
+  if (L.scale_bytes == 2) {
+    const uint8_t* sec = qp.bytes + L.params_offset;
+    scale = _cvtsh_ss(get_u16(sec + 2 * g));
+    offset = L.has_offset ? _cvtsh_ss(get_u16(sec + 2 * (L.groups + g))) : 0.0F;
+    if (offset == 0.0F) offset = 0.0F;  // canonical zero
+    return;
+  }
+#endif
+  load_group(qp, g, scale, offset);
+}
+
 template <dtype Out, uint32_t Bits, bool Accumulate>
 inline void decode_group(const quant_payload& qp, uint64_t g, void* out) {
   const quant_layout& L = qp.layout;
   const uint64_t begin = L.group_begin(g), len = L.group_size(g);
   float scale, offset;
-  load_group(qp, g, scale, offset);
+  load_valid_group(qp, g, scale, offset);
   const float zero = consts_for(Bits, qp.q.scale).zero;
   const uint8_t* src = qp.bytes + L.codes_offset + L.group_chunk(g) * Bits * 4;
   const uint32_t outliers = L.outliers != 0 ? outlier_count(L, g) : 0;
   uint32_t j = 0;  // next outlier entry (sorted by position)
+#if defined(PIPECODEC_HOST_GFNI)
+  const chunk_values<Bits> values(scale, offset, zero);
+#endif
   for (uint64_t e = 0; e < len; e += 32, src += Bits * 4) {
     const uint32_t cnt = len - e < 32 ? uint32_t(len - e) : 32u;
+    float v[32];
+#if defined(PIPECODEC_HOST_GFNI)
+    values(src, v);
+#else
     uint32_t planes[Bits];
     memcpy(planes, src, sizeof(planes));
     uint8_t codes[32];
     unpack_chunk<Bits>(planes, codes);
-    float v[32];
     for (uint32_t l = 0; l < 32; ++l) v[l] = dequantize(codes[l], scale, offset, zero);
+#endif
     for (; j < outliers; ++j) {
       const uint64_t pos = outlier_position(qp.bytes, L, g, j);
       if (pos >= e + 32) break;
       v[pos - e] = outlier_value(qp.bytes, L, g, j);
     }
-    for (uint32_t l = 0; l < cnt; ++l) {
-      if constexpr (Accumulate)
-        store<Out>(out, begin + e + l, add_rn(load<Out>(out, begin + e + l), v[l]));
-      else
-        store<Out>(out, begin + e + l, v[l]);
+    if (cnt == 32) {  // a fixed count: vector loads and stores, not a call to memmove
+      for (uint32_t l = 0; l < 32; ++l) put_decoded<Out, Accumulate>(out, begin + e + l, v[l]);
+    } else {
+      for (uint32_t l = 0; l < cnt; ++l) put_decoded<Out, Accumulate>(out, begin + e + l, v[l]);
     }
   }
 }
@@ -239,12 +343,7 @@ inline status encode_quant(const quant_params& q, const_tensor_view in, void* pa
   const status st = dispatch_dtype_bits(type, q.bits, [&](auto tc, auto bc) {
     constexpr dtype T = decltype(tc)::value;
     constexpr uint32_t B = decltype(bc)::value;
-    for (uint64_t g = 0; g < L.groups; ++g) {
-      if (q.round == rounding::nearest)
-        encode_group<T, B, rounding::nearest>(x, q, L, g, rnd, p);
-      else
-        encode_group<T, B, rounding::stochastic>(x, q, L, g, rnd, p);
-    }
+    encode_groups<T, B>(x, q, L, rnd, p);
     return status::success;
   });
   if (ok(st) && written) *written = size_t(L.total);
@@ -261,7 +360,12 @@ inline status decode_quant(const void* payload, size_t len, tensor_view out) {
   st = check_decode_output(qp.hdr, qp.layout.n, out, payload);
   if (!ok(st)) return st;
   if (!quant_padding_zero(qp)) return status::corrupt_payload;
-  for (uint64_t g = 0; g < qp.layout.groups; ++g)
+  uint64_t g = 0;
+#if defined(PIPECODEC_HOST_AVX512)
+  if (qp.layout.outliers == 0 && qp.q.rotate == rotation::none)
+    while (g + 16 <= qp.layout.groups && stored_groups_valid_x16(qp, g)) g += 16;
+#endif
+  for (; g < qp.layout.groups; ++g)
     if (!valid_stored_group(qp, g)) return status::corrupt_payload;
   return dispatch_dtype_bits(out.type, qp.q.bits, [&](auto tc, auto bc) {
     constexpr dtype T = decltype(tc)::value;

@@ -116,12 +116,7 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
     uint8_t* base = p + quant_base(L);
     const status qs = dispatch_bits(d.vquant.bits, [&](auto bc) {
       constexpr uint32_t B = decltype(bc)::value;
-      for (uint64_t g = 0; g < Q.groups; ++g) {
-        if (d.vquant.round == rounding::nearest)
-          encode_group<dtype::f32, B, rounding::nearest>(gathered, d.vquant, Q, g, d.seed, base);
-        else
-          encode_group<dtype::f32, B, rounding::stochastic>(gathered, d.vquant, Q, g, d.seed, base);
-      }
+      encode_groups<dtype::f32, B>(gathered, d.vquant, Q, d.seed, base);
       return status::success;
     });
     if (!ok(qs)) return qs;
