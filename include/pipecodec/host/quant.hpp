@@ -119,8 +119,12 @@ inline void quantize_chunk(const float (&v)[32], const group_params& p, const qu
 }
 
 // Group g's statistics and stored parameters (the outlier entries too, when kept).
+// Flattened (GCC, Clang): make_params and its conversions inline instead of staying calls.
 template <dtype In, uint32_t Bits>
-__attribute__((flatten)) inline group_params group_setup(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
+#if defined(__GNUC__)
+__attribute__((flatten))
+#endif
+inline group_params group_setup(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
                                 uint8_t* payload) {
   const uint64_t begin = L.group_begin(g), len = L.group_size(g);
   top_list top;
@@ -198,9 +202,9 @@ inline void encode_16_groups(const void* x, const quant_params& q, const quant_l
     hi[k] = st.hi;
   }
   params_x16 P;
-  const __mmask16 redo = make_params_x16(_mm512_load_ps(lo), _mm512_load_ps(hi), q, P) & __mmask16((1u << m) - 1u);
-  uint8_t* sec = payload + L.params_offset;
   const __mmask16 lanes = __mmask16((1u << m) - 1u);
+  const __mmask16 redo = make_params_x16(_mm512_load_ps(lo), _mm512_load_ps(hi), q, P) & lanes;
+  uint8_t* sec = payload + L.params_offset;
   if (L.scale_bytes == 4) {
     _mm512_mask_storeu_ps(sec + 4 * g0, lanes, _mm512_load_ps(P.scale));
     if (L.has_offset) _mm512_mask_storeu_ps(sec + 4 * (L.groups + g0), lanes, _mm512_load_ps(P.offset));
