@@ -31,23 +31,64 @@ inline void gather_delta(const aqsgd_store& s, const uint8_t* kinds, const uint6
   }
 }
 
-// The commit both sides run once everything is validated: insert unseen ids in row order,
-// then store each row's new m (fp32 scratch, rounded once to T).
-template <dtype T>
-inline void commit_rows(const aqsgd_store& s, const uint8_t* kinds, const uint64_t* ids, uint64_t* slots,
-                        uint64_t rows, uint64_t warm_rows, uint64_t cols, const float* f32) {
-  uint64_t w = 0, d = warm_rows;
-  for (uint64_t r = 0; r < rows; ++r) {
-    if (slots[r] == aqsgd_table::npos) slots[r] = s.table.insert_new(ids[r]);
-    const uint64_t src = kinds[r] == aqsgd_row_warm ? w++ : d++;
-    store_span<T>(f32 + src * cols, cols, s.rows.data, slots[r] * cols);
+// The batch row holding each row of the delta part, for delta rows asked in non-decreasing order.
+struct delta_row_cursor {
+  const uint8_t* kinds;
+  uint64_t r = 0, d = 0;  // batch row r is delta row d, once found
+  uint64_t batch_row(uint64_t want) {
+    for (;; ++r)
+      if (kinds[r] == aqsgd_row_delta) {
+        if (d == want) return r;
+        ++d;
+      }
+  }
+};
+
+// body(r, col, i, n) for the pieces of elements first .. first + count - 1 of the delta part
+// that lie in one row: batch row r from column col, n elements from offset i of the tile.
+template <class Body>
+inline void delta_pieces(delta_row_cursor& at, uint64_t cols, uint64_t first, uint64_t count, Body&& body) {
+  for (uint64_t i = 0; i < count;) {
+    const uint64_t e = first + i, col = e % cols, n = cols - col < count - i ? cols - col : count - i;
+    body(at.batch_row(e / cols), col, i, n);
+    i += n;
   }
 }
 
-// Decodes the two parts into the fp32 scratch (warm: D(payload); delta: m + D(payload)).
-// Validates each part completely before the state is touched.
+// m = T(fp32(m + d)) in the store for elements first .. first + count - 1 of the delta part,
+// d their decoded values: what decode_accumulate and the commit give through the scratch.
+template <dtype T>
+inline void apply_delta_tile(const aqsgd_store& s, delta_row_cursor& at, const uint64_t* slots, uint64_t cols,
+                             uint64_t first, uint64_t count, const float* d) {
+  delta_pieces(at, cols, first, count, [&](uint64_t r, uint64_t col, uint64_t i, uint64_t n) {
+    accumulate_span<T>(s.rows.data, slots[r] * cols + col, d + i, n);
+  });
+}
+
+// How decode_parts applies the delta rows: through the fp32 scratch (m + D(payload), stored
+// by the commit), straight into the store a tile at a time (quantization, validated whole
+// first), or not at all (the sender's tiled delta part applied them while encoding).
+enum class delta_apply { scratch, tiled, done };
+
+// The commit both sides run once everything is validated: insert unseen ids in row order,
+// then store each row's new m (fp32 scratch, rounded once to T); delta rows only when they
+// are not `delta_stored` already (the sender's tiled delta part).
+template <dtype T>
+inline void commit_rows(const aqsgd_store& s, const uint8_t* kinds, const uint64_t* ids, uint64_t* slots,
+                        uint64_t rows, uint64_t warm_rows, uint64_t cols, const float* f32, bool delta_stored) {
+  uint64_t w = 0, d = warm_rows;
+  for (uint64_t r = 0; r < rows; ++r) {
+    if (slots[r] == aqsgd_table::npos) slots[r] = s.table.insert_new(ids[r]);
+    const bool warm = kinds[r] == aqsgd_row_warm;
+    const uint64_t src = warm ? w++ : d++;
+    if (warm || !delta_stored) store_span<T>(f32 + src * cols, cols, s.rows.data, slots[r] * cols);
+  }
+}
+
+// Decodes the warm part into the fp32 scratch (D(payload)) and applies the delta part as
+// `mode` says. Validates each part completely before the state is touched.
 inline status decode_parts(const aqsgd_config& c, const aqsgd_store& s, const uint8_t* msg,
-                           const aqsgd_frame& f, const uint64_t* slots, const aqsgd_ws& w) {
+                           const aqsgd_frame& f, const uint64_t* slots, const aqsgd_ws& w, delta_apply mode) {
   const uint8_t* kinds = msg + f.kinds_offset();
   const uint64_t delta_rows = f.rows - f.warm_rows;
   if (f.warm_rows > 0) {
@@ -55,40 +96,83 @@ inline status decode_parts(const aqsgd_config& c, const aqsgd_store& s, const ui
                              tensor_view{w.f32, dtype::f32, shape(f.warm_rows, c.cols)}, w.codec, w.codec_bytes);
     if (!ok(st)) return st;
   }
-  if (delta_rows == 0) return status::success;
+  if (delta_rows == 0 || mode == delta_apply::done) return status::success;
+  float* delta_f32 = w.f32 + f.warm_rows * c.cols;
+  if (mode == delta_apply::tiled) {
+    return dispatch_dtype(c.state_type, [&](auto tc) {
+      delta_row_cursor at{kinds};
+      return decode_quant_tiled(msg + f.delta_offset(), f.delta_bytes, shape(delta_rows, c.cols), delta_f32,
+                                [&](uint64_t first, uint64_t count, const float* d) {
+                                  apply_delta_tile<decltype(tc)::value>(s, at, slots, c.cols, first, count, d);
+                                });
+    });
+  }
   const status st = dispatch_dtype(c.state_type, [&](auto tc) {
     gather_delta<decltype(tc)::value>(s, kinds, slots, f.rows, f.warm_rows, c.cols, w.f32);
     return status::success;
   });
   if (!ok(st)) return st;
   return decode_accumulate(msg + f.delta_offset(), f.delta_bytes,
-                           tensor_view{w.f32 + f.warm_rows * c.cols, dtype::f32, shape(delta_rows, c.cols)},
-                           w.codec, w.codec_bytes);
+                           tensor_view{delta_f32, dtype::f32, shape(delta_rows, c.cols)}, w.codec, w.codec_bytes);
 }
 
 inline status commit(const aqsgd_config& c, const aqsgd_store& s, const uint8_t* kinds, const uint64_t* ids,
-                     uint64_t* slots, uint64_t rows, uint64_t warm_rows, const float* f32) {
+                     uint64_t* slots, uint64_t rows, uint64_t warm_rows, const float* f32, bool delta_stored) {
   return dispatch_dtype(c.state_type, [&](auto tc) {
-    commit_rows<decltype(tc)::value>(s, kinds, ids, slots, rows, warm_rows, c.cols, f32);
+    commit_rows<decltype(tc)::value>(s, kinds, ids, slots, rows, warm_rows, c.cols, f32, delta_stored);
     return status::success;
   });
 }
 
-// Encodes one part (rows given by `f32`, ids by `ids`) at msg + off; returns its size.
-inline status encode_part(const spec& s, const float* f32, const uint64_t* ids, uint64_t rows, uint64_t cols,
-                          uint8_t* msg, uint64_t off, uint64_t capacity, const aqsgd_ws& w, uint64_t seed,
-                          uint64_t& bytes) {
+// Encodes one part (`rows` rows with ids `ids`) at msg + off and returns its size: the
+// payload by encode_payload(dst, capacity, &len), then the ids.
+template <class EncodePayload>
+inline status encode_part(const uint64_t* ids, uint64_t rows, uint8_t* msg, uint64_t off, uint64_t capacity,
+                          uint64_t& bytes, EncodePayload&& encode_payload) {
   bytes = 0;
   if (rows == 0) return status::success;
   size_t len = 0;
-  status st = encode(s, const_tensor_view(f32, dtype::f32, shape(rows, cols)), msg + off, capacity - off,
-                     w.codec, w.codec_bytes, randomness(seed, ids), &len);
+  status st = encode_payload(msg + off, size_t(capacity - off), &len);
   if (!ok(st)) return st;
   st = append_sample_ids(msg + off, capacity - off, ids, &bytes);
   if (!ok(st)) return st;
   if (capacity - off < align16(bytes)) return status::buffer_too_small;
   memset(msg + off + bytes, 0, align16(bytes) - bytes);
   return status::success;
+}
+
+// Encodes one part whose rows (fp32) are in `f32`.
+inline status encode_rows(const spec& s, const float* f32, const uint64_t* ids, uint64_t rows, uint64_t cols,
+                          uint8_t* msg, uint64_t off, uint64_t capacity, const aqsgd_ws& w, uint64_t seed,
+                          uint64_t& bytes) {
+  return encode_part(ids, rows, msg, off, capacity, bytes, [&](uint8_t* dst, size_t cap, size_t* len) {
+    return encode(s, const_tensor_view(f32, dtype::f32, shape(rows, cols)), dst, cap, w.codec, w.codec_bytes,
+                  randomness(seed, ids), len);
+  });
+}
+
+// The delta part's payload with a tiled codec (host/quant.hpp, encode_quant_tiled): each tile
+// of a - m is computed from the batch and the store, and m of its elements becomes
+// T(fp32(m + D(payload))) in the store while the tile is in cache, the update the receiver's
+// decode_accumulate and commit make. `buf` holds the delta part's rows.
+template <dtype B, dtype T>
+inline status encode_delta_tiled(const aqsgd_config& c, const aqsgd_store& s, const_tensor_view batch,
+                                 const uint8_t* kinds, const uint64_t* slots, uint64_t delta_rows, float* buf,
+                                 const randomness& rnd, uint8_t* dst, size_t capacity, size_t* len) {
+  const uint64_t cols = c.cols;
+  delta_row_cursor filled{kinds}, updated{kinds};
+  const auto fill = [&](uint64_t first, uint64_t count, float* v) {
+    delta_pieces(filled, cols, first, count, [&](uint64_t r, uint64_t col, uint64_t i, uint64_t n) {
+      zip_spans<B, T>(batch.data, r * cols + col, s.rows.data, slots[r] * cols + col, n,
+                      [&](uint64_t j, const float* a, const float* m, uint64_t len) {
+                        for (uint64_t k = 0; k < len; ++k) v[i + j + k] = sub_rn(a[k], m[k]);
+                      });
+    });
+  };
+  const auto update = [&](uint64_t first, uint64_t count, const float* d) {
+    apply_delta_tile<T>(s, updated, slots, cols, first, count, d);
+  };
+  return encode_quant_tiled(c.codec.quant, shape(delta_rows, cols), buf, fill, update, dst, capacity, rnd, len);
 }
 
 }  // namespace detail
@@ -119,6 +203,10 @@ inline status aqsgd_encode(const aqsgd_config& c, const aqsgd_store& s, const ui
   if (capacity < f.warm_offset()) return status::buffer_too_small;
   uint8_t* kinds = msg + f.kinds_offset();
   memset(kinds, 0, f.warm_offset() - f.kinds_offset());
+  const uint64_t delta_rows = rows - f.warm_rows;
+  // With a tiled codec the delta rows go from the batch and the store a tile at a time
+  // (detail::encode_delta_tiled) instead of through the scratch.
+  const bool delta_tiled = delta_rows > 0 && tiled(c.codec);
   // Rows into the fp32 scratch: warm rows a, delta rows a - m; ids in the same part order.
   st = dispatch_dtype(batch.type, [&](auto bc) {
     return dispatch_dtype(c.state_type, [&](auto tc) {
@@ -134,6 +222,7 @@ inline status aqsgd_encode(const aqsgd_config& c, const aqsgd_store& s, const ui
           load_span<B>(batch.data, r * c.cols, c.cols, out);
           continue;
         }
+        if (delta_tiled) continue;
         zip_spans<B, T>(batch.data, r * c.cols, s.rows.data, w.slots[r] * c.cols, c.cols,
                         [&](uint64_t j, const float* a, const float* m, uint64_t len) {
                           for (uint64_t k = 0; k < len; ++k) out[j + k] = sub_rn(a[k], m[k]);
@@ -143,20 +232,38 @@ inline status aqsgd_encode(const aqsgd_config& c, const aqsgd_store& s, const ui
     });
   });
   if (!ok(st)) return st;
-  st = encode_part(c.warmup, w.f32, w.ids, f.warm_rows, c.cols, msg, f.warm_offset(), capacity, w, seed,
+  st = encode_rows(c.warmup, w.f32, w.ids, f.warm_rows, c.cols, msg, f.warm_offset(), capacity, w, seed,
                    f.warm_bytes);
   if (!ok(st)) return st;
-  st = encode_part(c.codec, w.f32 + f.warm_rows * c.cols, w.ids + f.warm_rows, rows - f.warm_rows, c.cols,
-                   msg, f.delta_offset(), capacity, w, seed, f.delta_bytes);
+  float* delta_f32 = w.f32 + f.warm_rows * c.cols;
+  const uint64_t* delta_ids = w.ids + f.warm_rows;
+  if (delta_tiled) {
+    // The store changes while the part is encoded: every check comes first.
+    if (capacity < f.delta_offset() + aqsgd_part_bytes(c.codec, delta_rows, c.cols)) return status::buffer_too_small;
+    st = encode_part(delta_ids, delta_rows, msg, f.delta_offset(), capacity, f.delta_bytes,
+                     [&](uint8_t* dst, size_t cap, size_t* len) {
+                       return dispatch_dtype(batch.type, [&](auto bc) {
+                         return dispatch_dtype(c.state_type, [&](auto tc) {
+                           return encode_delta_tiled<decltype(bc)::value, decltype(tc)::value>(
+                               c, s, batch, kinds, w.slots, delta_rows, delta_f32, randomness(seed, delta_ids), dst,
+                               cap, len);
+                         });
+                       });
+                     });
+  } else {
+    st = encode_rows(c.codec, delta_f32, delta_ids, delta_rows, c.cols, msg, f.delta_offset(), capacity, w, seed,
+                     f.delta_bytes);
+  }
   if (!ok(st)) return st;
   f.total_bytes = f.end_offset();
   write_aqsgd_header(msg, f);
 
-  // Apply the message to our own copy exactly as the receiver will. w.ids now holds ids in
-  // part order, so the commit takes the caller's batch-order ids.
-  st = decode_parts(c, s, msg, f, w.slots, w);
+  // Apply the message to our own copy exactly as the receiver will (the tiled delta rows are
+  // applied already). w.ids now holds ids in part order, so the commit takes the caller's
+  // batch-order ids.
+  st = decode_parts(c, s, msg, f, w.slots, w, delta_tiled ? delta_apply::done : delta_apply::scratch);
   if (!ok(st)) return st;
-  st = commit(c, s, kinds, ids, w.slots, rows, f.warm_rows, w.f32);
+  st = commit(c, s, kinds, ids, w.slots, rows, f.warm_rows, w.f32, delta_tiled);
   if (ok(st) && written) *written = size_t(f.total_bytes);
   return st;
 }
@@ -215,9 +322,10 @@ inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const vo
   if (!ok(st)) return st;
   for (uint64_t r = 0; r < f.rows; ++r)
     if (kinds[r] == aqsgd_row_delta && w.slots[r] == aqsgd_table::npos) return status::id_mismatch;
-  st = decode_parts(c, s, msg, f, w.slots, w);
+  const delta_apply mode = c.codec.codec == codec_id::quant ? delta_apply::tiled : delta_apply::scratch;
+  st = decode_parts(c, s, msg, f, w.slots, w, mode);
   if (!ok(st)) return st;
-  st = commit(c, s, kinds, row_ids, w.slots, f.rows, f.warm_rows, w.f32);
+  st = commit(c, s, kinds, row_ids, w.slots, f.rows, f.warm_rows, w.f32, mode != delta_apply::scratch);
   if (!ok(st) || out.data == nullptr) return st;
   return dispatch_dtype(c.state_type, [&](auto tc) {
     return dispatch_dtype(out.type, [&](auto oc) {

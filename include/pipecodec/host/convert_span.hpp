@@ -49,11 +49,12 @@ inline void load_span(const void* src, uint64_t off, uint64_t n, float* dst) {
   }
 }
 
-// dst[off .. off + n) = T(src[0..n)), each rounded once to nearest even.
+// dst[off .. off + n) = T(src[0..n)), each rounded once to nearest even (nothing to do for
+// fp32 values already in place, see span_out).
 template <dtype T>
 inline void store_span(const float* src, uint64_t n, void* dst, uint64_t off) {
   if constexpr (T == dtype::f32) {
-    if (n > 0) memcpy(static_cast<float*>(dst) + off, src, n * sizeof(float));
+    if (n > 0 && src != static_cast<float*>(dst) + off) memcpy(static_cast<float*>(dst) + off, src, n * sizeof(float));
   } else {
     uint16_t* d = static_cast<uint16_t*>(dst) + off;
     uint64_t i = 0;
@@ -70,6 +71,17 @@ inline void store_span(const float* src, uint64_t n, void* dst, uint64_t off) {
     }
 #endif
     for (; i < n; ++i) store<T>(d, i, src[i]);
+  }
+}
+
+// Where a state loop puts the new fp32 values of dst[off ..] (type T) before store_span: in
+// place for fp32 (no copy through a buffer), else tmp.
+template <dtype T>
+inline float* span_out(void* dst, uint64_t off, float* tmp) {
+  if constexpr (T == dtype::f32) {
+    return static_cast<float*>(dst) + off;
+  } else {
+    return tmp;
   }
 }
 

@@ -26,33 +26,35 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
   state_workspace ws;
   status st = check_tensor_step(s, x, residual, payload, capacity, workspace, workspace_size, n, ws);
   if (!ok(st)) return st;
-  // v = x + e, then payload = C(v).
-  st = dispatch_dtype(x.type, [&](auto xc) {
-    return dispatch_dtype(residual.type, [&](auto ec) {
-      constexpr dtype X = decltype(xc)::value, E = decltype(ec)::value;
-      zip_spans<X, E>(x.data, 0, residual.data, 0, n, [&](uint64_t j, const float* xv, const float* e, uint64_t len) {
-        for (uint64_t k = 0; k < len; ++k) ws.f32[j + k] = add_rn(xv[k], e[k]);
-      });
-      return status::success;
-    });
-  });
-  if (!ok(st)) return st;
   size_t len = 0;
-  st = encode_warm(s, const_tensor_view(ws.f32, dtype::f32, x.shp), lowrank_q, payload, capacity, ws.codec,
-                   ws.codec_bytes, rnd, &len);
-  if (!ok(st)) return st;
-  // e = v - D(payload); v is recomputed (same operands, same rounding) so one scratch suffices.
-  st = decode(payload, len, tensor_view{ws.f32, dtype::f32, x.shp}, ws.codec, ws.codec_bytes);
-  if (!ok(st)) return st;
   st = dispatch_dtype(x.type, [&](auto xc) {
     return dispatch_dtype(residual.type, [&](auto ec) {
       constexpr dtype X = decltype(xc)::value, E = decltype(ec)::value;
-      zip_spans<X, E>(x.data, 0, residual.data, 0, n, [&](uint64_t j, const float* xv, const float* e, uint64_t len) {
-        float r[span_chunk];
-        for (uint64_t k = 0; k < len; ++k) r[k] = sub_rn(add_rn(xv[k], e[k]), ws.f32[j + k]);
-        store_span<E>(r, len, residual.data, j);
-      });
-      return status::success;
+      // v = x + e for elements first .. first + count - 1, into v[0 .. count).
+      const auto fill = [&](uint64_t first, uint64_t count, float* v) {
+        zip_spans<X, E>(x.data, first, residual.data, first, count,
+                        [&](uint64_t j, const float* xv, const float* e, uint64_t len) {
+                          for (uint64_t k = 0; k < len; ++k) v[j + k] = add_rn(xv[k], e[k]);
+                        });
+      };
+      // e = v - D(payload), with d = D(payload) of the same elements; v is recomputed (same
+      // operands, same rounding) so one buffer suffices.
+      const auto update = [&](uint64_t first, uint64_t count, const float* d) {
+        zip_spans<X, E>(x.data, first, residual.data, first, count,
+                        [&](uint64_t j, const float* xv, const float* e, uint64_t len) {
+                          float tmp[span_chunk];
+                          float* r = span_out<E>(residual.data, first + j, tmp);
+                          for (uint64_t k = 0; k < len; ++k) r[k] = sub_rn(add_rn(xv[k], e[k]), d[j + k]);
+                          store_span<E>(r, len, residual.data, first + j);
+                        });
+      };
+      if (tiled(s)) return encode_quant_tiled(s.quant, x.shp, ws.f32, fill, update, payload, capacity, rnd, &len);
+      fill(0, n, ws.f32);
+      status step = encode_warm(s, const_tensor_view(ws.f32, dtype::f32, x.shp), lowrank_q, payload, capacity,
+                                ws.codec, ws.codec_bytes, rnd, &len);
+      if (ok(step)) step = decode(payload, len, tensor_view{ws.f32, dtype::f32, x.shp}, ws.codec, ws.codec_bytes);
+      if (ok(step)) update(0, n, ws.f32);
+      return step;
     });
   });
   if (ok(st) && written) *written = len;

@@ -23,13 +23,30 @@ inline status ef21_encode(const spec& s, const_tensor_view x, tensor_view g, voi
   state_workspace ws;
   status st = check_tensor_step(s, x, g, payload, capacity, workspace, workspace_size, n, ws);
   if (!ok(st)) return st;
-  st = sub_to_f32(x.data, x.type, g.data, g.type, n, ws.f32);
-  if (!ok(st)) return st;
   size_t len = 0;
-  st = encode(s, const_tensor_view(ws.f32, dtype::f32, x.shp), payload, capacity, ws.codec,
-              ws.codec_bytes, rnd, &len);
-  if (!ok(st)) return st;
-  st = decode_accumulate(payload, len, g, ws.codec, ws.codec_bytes);
+  st = dispatch_dtype(x.type, [&](auto xc) {
+    return dispatch_dtype(g.type, [&](auto gc) {
+      constexpr dtype X = decltype(xc)::value, G = decltype(gc)::value;
+      // x - g for elements first .. first + count - 1, into v[0 .. count).
+      const auto fill = [&](uint64_t first, uint64_t count, float* v) {
+        zip_spans<X, G>(x.data, first, g.data, first, count,
+                        [&](uint64_t j, const float* xv, const float* gv, uint64_t len) {
+                          for (uint64_t k = 0; k < len; ++k) v[j + k] = sub_rn(xv[k], gv[k]);
+                        });
+      };
+      if (tiled(s)) {
+        // g += d, with d = D(payload) of the same elements.
+        const auto update = [&](uint64_t first, uint64_t count, const float* d) {
+          accumulate_span<G>(g.data, first, d, count);
+        };
+        return encode_quant_tiled(s.quant, x.shp, ws.f32, fill, update, payload, capacity, rnd, &len);
+      }
+      fill(0, n, ws.f32);
+      const status step = encode(s, const_tensor_view(ws.f32, dtype::f32, x.shp), payload, capacity, ws.codec,
+                                 ws.codec_bytes, rnd, &len);
+      return ok(step) ? decode_accumulate(payload, len, g, ws.codec, ws.codec_bytes) : step;
+    });
+  });
   if (ok(st) && written) *written = len;
   return st;
 }

@@ -34,8 +34,8 @@ inline group_stats group_statistics(const void* x, uint64_t begin, uint64_t len)
 // max and compare loops, which compilers vectorize. The kept elements are then masked out of
 // the min/max pass as NaN, which group statistics ignore.
 template <dtype In>
-inline group_stats select_outliers(const void* x, const quant_layout& L, uint64_t g, top_list& top) {
-  const uint64_t begin = L.group_begin(g), len = L.group_size(g);
+inline group_stats select_outliers(const void* x, uint64_t x0, const quant_layout& L, uint64_t g, top_list& top) {
+  const uint64_t begin = L.group_begin(g) - x0, len = L.group_size(g);
   const uint32_t count = outlier_count(L, g);
   constexpr uint32_t block = 512;
   for (uint64_t b = 0; b < len; b += block) {
@@ -72,9 +72,9 @@ inline group_stats select_outliers(const void* x, const quant_layout& L, uint64_
 
 // Group g's entries, once its parameters are known (unused entries zero).
 template <dtype In>
-inline void store_outliers(const void* x, const quant_layout& L, uint64_t g, const top_list& top,
+inline void store_outliers(const void* x, uint64_t x0, const quant_layout& L, uint64_t g, const top_list& top,
                            const group_params& p, const quant_consts& c, uint8_t* payload) {
-  const uint64_t begin = L.group_begin(g);
+  const uint64_t begin = L.group_begin(g) - x0;
   for (uint32_t j = 0; j < L.outliers; ++j) {
     if (j < top.count) put_outlier(payload, L, g, j, top.index[j], kept_value(load<In>(x, begin + top.index[j]), p, c));
     else put_outlier(payload, L, g, j, 0, 0.0F);
@@ -124,23 +124,24 @@ template <dtype In, uint32_t Bits>
 #if defined(__GNUC__)
 __attribute__((flatten))
 #endif
-inline group_params group_setup(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
-                                uint8_t* payload) {
-  const uint64_t begin = L.group_begin(g), len = L.group_size(g);
+inline group_params group_setup(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L,
+                                uint64_t g, uint8_t* payload) {
+  const uint64_t begin = L.group_begin(g) - x0, len = L.group_size(g);
   top_list top;
-  const group_stats st = L.outliers != 0 ? select_outliers<In>(x, L, g, top) : group_statistics<In>(x, begin, len);
+  const group_stats st = L.outliers != 0 ? select_outliers<In>(x, x0, L, g, top) : group_statistics<In>(x, begin, len);
   const group_params p = make_params(st, q);
   store_group(payload, L, g, p);
-  if (L.outliers != 0) store_outliers<In>(x, L, g, top, p, consts_for(Bits, q.scale), payload);
+  if (L.outliers != 0) store_outliers<In>(x, x0, L, g, top, p, consts_for(Bits, q.scale), payload);
   return p;
 }
 
 // Group g's code planes, once its parameters are known.
 template <dtype In, uint32_t Bits, rounding R>
-inline void encode_group_codes(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
-                               const group_params& p, const randomness& rnd, uint8_t* payload) {
-  const uint64_t begin = L.group_begin(g), len = L.group_size(g);
-  const draw d = R == rounding::stochastic ? rounding_draw(rnd, q.rng, L.cols, begin) : draw{};
+inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L,
+                               uint64_t g, const group_params& p, const randomness& rnd, uint8_t* payload) {
+  const uint64_t len = L.group_size(g);
+  const draw d = R == rounding::stochastic ? rounding_draw(rnd, q.rng, L.cols, L.group_begin(g)) : draw{};
+  const uint64_t begin = L.group_begin(g) - x0;  // in x
   const quant_consts c = consts_for(Bits, q.scale);
   uint8_t* dst = payload + L.codes_offset + L.group_chunk(g) * Bits * 4;
 #if defined(__AVX2__)
@@ -181,23 +182,23 @@ inline void encode_group_codes(const void* x, const quant_params& q, const quant
 }
 
 template <dtype In, uint32_t Bits>
-inline void encode_codes(const void* x, const quant_params& q, const quant_layout& L, uint64_t g,
+inline void encode_codes(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L, uint64_t g,
                          const group_params& p, const randomness& rnd, uint8_t* payload) {
   if (q.round == rounding::nearest)
-    encode_group_codes<In, Bits, rounding::nearest>(x, q, L, g, p, rnd, payload);
+    encode_group_codes<In, Bits, rounding::nearest>(x, x0, q, L, g, p, rnd, payload);
   else
-    encode_group_codes<In, Bits, rounding::stochastic>(x, q, L, g, p, rnd, payload);
+    encode_group_codes<In, Bits, rounding::stochastic>(x, x0, q, L, g, p, rnd, payload);
 }
 
 #if defined(PIPECODEC_HOST_AVX512)
 // Groups g0 .. g0 + m - 1 (m <= 16, no outliers): statistics, parameters of all 16 at once
 // (host/params_simd.hpp), the stored scales and offsets, then the codes.
 template <dtype In, uint32_t Bits>
-inline void encode_16_groups(const void* x, const quant_params& q, const quant_layout& L, uint64_t g0, uint64_t m,
-                             const randomness& rnd, uint8_t* payload) {
+inline void encode_16_groups(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L, uint64_t g0,
+                             uint64_t m, const randomness& rnd, uint8_t* payload) {
   alignas(64) float lo[16] = {}, hi[16] = {};
   for (uint64_t k = 0; k < m; ++k) {
-    const group_stats st = group_statistics<In>(x, L.group_begin(g0 + k), L.group_size(g0 + k));
+    const group_stats st = group_statistics<In>(x, L.group_begin(g0 + k) - x0, L.group_size(g0 + k));
     lo[k] = st.lo;
     hi[k] = st.hi;
   }
@@ -226,30 +227,30 @@ inline void encode_16_groups(const void* x, const quant_params& q, const quant_l
       p.pre = P.pre[k];
       p.inv = P.inv[k];
     }
-    encode_codes<In, Bits>(x, q, L, g0 + k, p, rnd, payload);
+    encode_codes<In, Bits>(x, x0, q, L, g0 + k, p, rnd, payload);
   }
 }
 #endif
 
-// Every group of the layout. Groups go in batches, the batch's parameters first, so the
-// divisions and branches of make_params for several groups overlap instead of stalling
-// each group's codes.
+// Groups g_begin .. g_end - 1, whose elements x holds from element x0 of the tensor on.
+// Groups go in batches, the batch's parameters first, so the divisions and branches of
+// make_params for several groups overlap instead of stalling each group's codes.
 template <dtype In, uint32_t Bits>
-inline void encode_groups(const void* x, const quant_params& q, const quant_layout& L, const randomness& rnd,
-                          uint8_t* payload) {
+inline void encode_groups(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L,
+                          uint64_t g_begin, uint64_t g_end, const randomness& rnd, uint8_t* payload) {
   constexpr uint64_t batch = 16;
 #if defined(PIPECODEC_HOST_AVX512)
   if (L.outliers == 0) {
-    for (uint64_t g0 = 0; g0 < L.groups; g0 += batch)
-      encode_16_groups<In, Bits>(x, q, L, g0, L.groups - g0 < batch ? L.groups - g0 : batch, rnd, payload);
+    for (uint64_t g0 = g_begin; g0 < g_end; g0 += batch)
+      encode_16_groups<In, Bits>(x, x0, q, L, g0, g_end - g0 < batch ? g_end - g0 : batch, rnd, payload);
     return;
   }
 #endif
   group_params params[batch];
-  for (uint64_t g0 = 0; g0 < L.groups; g0 += batch) {
-    const uint64_t m = L.groups - g0 < batch ? L.groups - g0 : batch;
-    for (uint64_t k = 0; k < m; ++k) params[k] = group_setup<In, Bits>(x, q, L, g0 + k, payload);
-    for (uint64_t k = 0; k < m; ++k) encode_codes<In, Bits>(x, q, L, g0 + k, params[k], rnd, payload);
+  for (uint64_t g0 = g_begin; g0 < g_end; g0 += batch) {
+    const uint64_t m = g_end - g0 < batch ? g_end - g0 : batch;
+    for (uint64_t k = 0; k < m; ++k) params[k] = group_setup<In, Bits>(x, x0, q, L, g0 + k, payload);
+    for (uint64_t k = 0; k < m; ++k) encode_codes<In, Bits>(x, x0, q, L, g0 + k, params[k], rnd, payload);
   }
 }
 
@@ -269,10 +270,11 @@ inline void load_valid_group(const quant_payload& qp, uint64_t g, float& scale, 
   load_group(qp, g, scale, offset);
 }
 
+// Group g of a validated payload into out, which holds the tensor from element out0 on.
 template <dtype Out, uint32_t Bits, bool Accumulate>
-inline void decode_group(const quant_payload& qp, uint64_t g, void* out) {
+inline void decode_group(const quant_payload& qp, uint64_t g, void* out, uint64_t out0 = 0) {
   const quant_layout& L = qp.layout;
-  const uint64_t begin = L.group_begin(g), len = L.group_size(g);
+  const uint64_t begin = L.group_begin(g) - out0, len = L.group_size(g);
   float scale, offset;
   load_valid_group(qp, g, scale, offset);
   const float zero = consts_for(Bits, qp.q.scale).zero;
@@ -307,14 +309,33 @@ inline void decode_group(const quant_payload& qp, uint64_t g, void* out) {
   }
 }
 
+// The checks of a quantization encode of `in`; sets its layout.
+inline status check_quant_encode(const quant_params& q, const_tensor_view in, const void* payload, size_t capacity,
+                                 const randomness& rnd, quant_layout& L) {
+  if (!valid_quant_params(q)) return status::invalid_spec;
+  if (!make_quant_layout(q, in.shp, L)) return status::size_overflow;
+  const status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
+  return ok(bad) ? check_sample_keyed(q.rng, rnd, in.shp, L.group_len) : bad;
+}
+
+// The header and the section paddings. Every scale, every chunk's planes and every outlier
+// entry are written by encode_groups; only the paddings remain, and padding is zero on the wire.
+inline void write_quant_frame(uint8_t* p, const quant_params& q, const_tensor_view in, const quant_layout& L,
+                              uint64_t seed) {
+  write_payload_header(p, codec_id::quant, in, L.total, [&](uint8_t* params) {
+    write_quant_params(params, q, L.group_len, seed);
+  });
+  const uint64_t params_end = L.params_offset + L.groups * L.scale_bytes * (L.has_offset ? 2u : 1u);
+  memset(p + params_end, 0, L.codes_offset - params_end);
+  memset(p + L.codes_end(), 0, L.outliers_offset - L.codes_end());
+  memset(p + L.outliers_end(), 0, L.total - L.outliers_end());  // outlier entries: store_outliers
+}
+
 // With rotation the rotated tensor goes to the workspace first (workspace_bytes is sized for it).
 inline status encode_quant(const quant_params& q, const_tensor_view in, void* payload, size_t capacity,
                            void* workspace, size_t workspace_size, const randomness& rnd, size_t* written) {
-  if (!valid_quant_params(q)) return status::invalid_spec;
   quant_layout L;
-  if (!make_quant_layout(q, in.shp, L)) return status::size_overflow;
-  status bad = check_encode_buffers(in, L.n, payload, capacity, L.total);
-  if (ok(bad)) bad = check_sample_keyed(q.rng, rnd, in.shp, L.group_len);
+  const status bad = check_quant_encode(q, in, payload, capacity, rnd, L);
   if (!ok(bad)) return bad;
   const uint64_t seed = rnd.seed;
   const void* x = in.data;
@@ -334,31 +355,76 @@ inline status encode_quant(const quant_params& q, const_tensor_view in, void* pa
   }
 
   uint8_t* p = static_cast<uint8_t*>(payload);
-  write_payload_header(p, codec_id::quant, in, L.total, [&](uint8_t* params) {
-    write_quant_params(params, q, L.group_len, seed);
-  });
-  // Every scale, every chunk's planes and every outlier entry are written below; only the
-  // section paddings remain, and padding is zero on the wire.
-  const uint64_t params_end = L.params_offset + L.groups * L.scale_bytes * (L.has_offset ? 2u : 1u);
-  memset(p + params_end, 0, L.codes_offset - params_end);
-  memset(p + L.codes_end(), 0, L.outliers_offset - L.codes_end());
-  memset(p + L.outliers_end(), 0, L.total - L.outliers_end());  // outlier entries: store_outliers
-
+  write_quant_frame(p, q, in, L, seed);
   const status st = dispatch_dtype_bits(type, q.bits, [&](auto tc, auto bc) {
     constexpr dtype T = decltype(tc)::value;
     constexpr uint32_t B = decltype(bc)::value;
-    encode_groups<T, B>(x, q, L, rnd, p);
+    encode_groups<T, B>(x, 0, q, L, 0, L.groups, rnd, p);
     return status::success;
   });
   if (ok(st) && written) *written = size_t(L.total);
   return st;
 }
 
-// Validates the whole payload (header and every group's scale) before writing any output,
-// so a rejected payload leaves `out` untouched, which accumulating callers rely on.
-template <bool Accumulate>
-inline status decode_quant(const void* payload, size_t len, tensor_view out) {
+// Groups per tile of encode_quant_tiled: about 4096 elements (16 KiB of fp32, so the caller's
+// operands and the tile stay in the first cache levels), whole batches of 16 groups where
+// they fit, at least one group.
+inline uint64_t tile_groups(const quant_layout& L) {
+  constexpr uint64_t tile = 4096;
+  const uint64_t g = L.group_len >= tile ? 1 : tile / L.group_len;
+  return g >= 16 ? g / 16 * 16 : g;
+}
+
+// f(g0, g1, first, count) for the tiles of a layout: groups g0 .. g1 - 1, elements first ..
+// first + count - 1.
+template <class F>
+inline void for_each_tile(const quant_layout& L, F&& f) {
+  const uint64_t step = tile_groups(L);
+  for (uint64_t g0 = 0; g0 < L.groups; g0 += step) {
+    const uint64_t g1 = L.groups - g0 < step ? L.groups : g0 + step;
+    const uint64_t first = L.group_begin(g0);
+    f(g0, g1, first, (g1 == L.groups ? L.n : L.group_begin(g1)) - first);
+  }
+}
+
+// A quantization encode (no rotation) of an fp32 tensor that the caller produces a tile of
+// whole groups at a time, for the stateful sender steps (host/state_common.hpp): they would
+// otherwise write their codec input to memory, encode it, decode the payload and update their
+// state in four passes over the tensor. fill(first, count, buf) writes elements first ..
+// first + count - 1 of the input to buf[0 .. count); once they are encoded, update(first,
+// count, buf) receives their decoded values (what decode gives) in buf. buf has room for the
+// whole tensor of shape shp (a tile uses its start). The payload is the one encode_quant
+// writes for the same input.
+template <class Fill, class Update>
+inline status encode_quant_tiled(const quant_params& q, const shape& shp, float* buf, Fill&& fill, Update&& update,
+                                 void* payload, size_t capacity, const randomness& rnd, size_t* written) {
+  if (q.rotate != rotation::none) return status::invalid_argument;
+  const const_tensor_view in(buf, dtype::f32, shp);
+  quant_layout L;
+  status st = check_quant_encode(q, in, payload, capacity, rnd, L);
+  if (!ok(st)) return st;
+  uint8_t* p = static_cast<uint8_t*>(payload);
+  write_quant_frame(p, q, in, L, rnd.seed);
   quant_payload qp;
+  st = parse_quant_payload(p, L.total, qp);
+  if (!ok(st)) return st;
+  st = dispatch_bits(q.bits, [&](auto bc) {
+    constexpr uint32_t B = decltype(bc)::value;
+    for_each_tile(L, [&](uint64_t g0, uint64_t g1, uint64_t first, uint64_t count) {
+      fill(first, count, buf);
+      encode_groups<dtype::f32, B>(buf, first, q, L, g0, g1, rnd, p);
+      for (uint64_t g = g0; g < g1; ++g) decode_group<dtype::f32, B, false>(qp, g, buf, first);
+      update(first, count, static_cast<const float*>(buf));
+    });
+    return status::success;
+  });
+  if (ok(st) && written) *written = size_t(L.total);
+  return st;
+}
+
+// Validates the whole payload (header, paddings, every group's stored fields) for decoding
+// into `out`, before any output is written.
+inline status check_quant_payload(const void* payload, size_t len, tensor_view out, quant_payload& qp) {
   status st = parse_quant_payload(payload, len, qp);
   if (!ok(st)) return st;
   st = check_decode_output(qp.hdr, qp.layout.n, out, payload);
@@ -371,6 +437,15 @@ inline status decode_quant(const void* payload, size_t len, tensor_view out) {
 #endif
   for (; g < qp.layout.groups; ++g)
     if (!valid_stored_group(qp, g)) return status::corrupt_payload;
+  return status::success;
+}
+
+// A rejected payload leaves `out` untouched, which accumulating callers rely on.
+template <bool Accumulate>
+inline status decode_quant(const void* payload, size_t len, tensor_view out) {
+  quant_payload qp;
+  const status st = check_quant_payload(payload, len, out, qp);
+  if (!ok(st)) return st;
   return dispatch_dtype_bits(out.type, qp.q.bits, [&](auto tc, auto bc) {
     constexpr dtype T = decltype(tc)::value;
     constexpr uint32_t B = decltype(bc)::value;
@@ -379,6 +454,31 @@ inline status decode_quant(const void* payload, size_t len, tensor_view out) {
       return status::success;
     }
     for (uint64_t g = 0; g < qp.layout.groups; ++g) decode_group<T, B, Accumulate>(qp, g, out.data);
+    return status::success;
+  });
+}
+
+// The receiving side of encode_quant_tiled: validates the whole payload (a tensor of shape
+// shp) first, then hands its decoded values a tile of whole groups at a time to update(first,
+// count, buf), in buf (room for the whole tensor), for a caller that applies them to its state
+// while they are in cache. A rotated payload decodes whole, as one tile.
+template <class Update>
+inline status decode_quant_tiled(const void* payload, size_t len, const shape& shp, float* buf, Update&& update) {
+  quant_payload qp;
+  const status st = check_quant_payload(payload, len, tensor_view{buf, dtype::f32, shp}, qp);
+  if (!ok(st)) return st;
+  const quant_layout& L = qp.layout;
+  return dispatch_bits(qp.q.bits, [&](auto bc) {
+    constexpr uint32_t B = decltype(bc)::value;
+    if (qp.q.rotate != rotation::none) {
+      decode_rotated<dtype::f32, B, false>(qp, buf);
+      update(uint64_t(0), L.n, static_cast<const float*>(buf));
+      return status::success;
+    }
+    for_each_tile(L, [&](uint64_t g0, uint64_t g1, uint64_t first, uint64_t count) {
+      for (uint64_t g = g0; g < g1; ++g) decode_group<dtype::f32, B, false>(qp, g, buf, first);
+      update(first, count, static_cast<const float*>(buf));
+    });
     return status::success;
   });
 }

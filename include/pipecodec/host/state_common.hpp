@@ -64,16 +64,19 @@ inline status check_codec(const void* payload, size_t len, codec_id expected) {
   return h.codec == expected ? status::success : status::state_mismatch;
 }
 
-// out[i] = fp32(a[i] - b[i]) for n elements of a (dtype of a) and b (dtype of b).
-inline status sub_to_f32(const void* a, dtype ta, const void* b, dtype tb, uint64_t n, float* out) {
-  return dispatch_dtype(ta, [&](auto ac) {
-    return dispatch_dtype(tb, [&](auto bc) {
-      constexpr dtype A = decltype(ac)::value, B = decltype(bc)::value;
-      zip_spans<A, B>(a, 0, b, 0, n, [&](uint64_t j, const float* x, const float* y, uint64_t len) {
-        for (uint64_t k = 0; k < len; ++k) out[j + k] = sub_rn(x[k], y[k]);
-      });
-      return status::success;
-    });
+// Whether a sender step runs its codec a tile at a time (host/quant.hpp, encode_quant_tiled)
+// instead of in passes over the whole tensor.
+inline bool tiled(const spec& s) { return s.codec == codec_id::quant && s.quant.rotate == rotation::none; }
+
+// state[at .. at + n) = T(fp32(state + d)) for state of type T: the update decode_accumulate
+// applies, for d already decoded.
+template <dtype T>
+inline void accumulate_span(void* state, uint64_t at, const float* d, uint64_t n) {
+  zip_spans<T, dtype::f32>(state, at, d, 0, n, [&](uint64_t j, const float* sv, const float* dv, uint64_t len) {
+    float tmp[span_chunk];
+    float* r = span_out<T>(state, at + j, tmp);
+    for (uint64_t k = 0; k < len; ++k) r[k] = add_rn(sv[k], dv[k]);
+    store_span<T>(r, len, state, at + j);
   });
 }
 

@@ -116,7 +116,7 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
     uint8_t* base = p + quant_base(L);
     const status qs = dispatch_bits(d.vquant.bits, [&](auto bc) {
       constexpr uint32_t B = decltype(bc)::value;
-      encode_groups<dtype::f32, B>(gathered, d.vquant, Q, d.seed, base);
+      encode_groups<dtype::f32, B>(gathered, 0, d.vquant, Q, 0, Q.groups, d.seed, base);
       return status::success;
     });
     if (!ok(qs)) return qs;

@@ -1,0 +1,223 @@
+// The EF, EF21 and AQ-SGD sender steps run quantization a tile of groups at a time
+// (host/quant.hpp, encode_quant_tiled), and the AQ-SGD receiver applies a quantized delta part a
+// tile at a time (decode_quant_tiled). Payloads and state must be exactly those of the steps
+// written out with the stateless calls: v = fp32(x + e) (EF), fp32(x - g) (EF21) or
+// fp32(a - m) (AQ-SGD delta rows), payload = encode(v), then e = T(fp32(v - decode(payload)))
+// or g, m = T(fp32(g + decode(payload))). Shapes span many tiles, single groups larger than a
+// tile, short last groups, tiles that cross rows, and inputs holding NaN, infinities and
+// subnormals.
+#include <algorithm>
+
+#include "../common/state_check.hpp"
+
+using namespace pipecodec;
+using namespace tstate;
+
+namespace {
+
+const char* const tiled_specs[] = {
+    "quant:bits=4,group=128",
+    "quant:bits=2,group=32,round=stochastic",
+    "quant:bits=8,group=row",
+    "quant:bits=3,group=96,scale=absmax,scale_dtype=fp16",
+    "quant:bits=1,group=4096",
+    "quant:bits=5,group=tensor",
+    "quant:bits=3,group=64,outliers=3",
+    "quant:bits=3,group=row,round=stochastic,rng=sample",
+    "quant:bits=4,group=64,rotate=hadamard,rotate_block=64",  // not tiled: the passes
+    "topk:ratio=0.05",                                        // not tiled: the passes
+};
+
+const shape tiled_shapes[] = {shape(1, 1), shape(3, 1000), shape(2, 5000), shape(37, 333), shape(8, 8192 + 5),
+                        shape(1, 70001)};
+
+// Input x of n elements as dtype t: activations, and every seventh step extreme values
+// (NaN, infinities, subnormals) as well.
+std::vector<uint8_t> tiled_input(uint64_t n, uint64_t seed, dtype t) {
+  return testdata::as_bytes(seed % 7 == 3 ? testdata::extreme(n, seed) : testdata::activations(n, seed), t);
+}
+
+struct tiled_run {
+  spec s;
+  shape shp;
+  dtype x_type, state_type;
+  std::vector<uint64_t> ids;  // one per row, for rng=sample
+
+  randomness rnd(uint64_t step) const { return randomness(step + 1, ids.data()); }
+};
+
+std::vector<uint8_t> tiled_encode_ref(const tiled_run& r, const std::vector<float>& v, uint64_t step) {
+  std::vector<uint8_t> p(encoded_bytes(r.s, r.shp));
+  std::vector<uint8_t> ws(workspace_bytes(r.s, r.shp) + 64);
+  size_t len = 0;
+  REQUIRE(ok(host::encode(r.s, const_tensor_view{v.data(), dtype::f32, r.shp}, p.data(), p.size(), ws.data(),
+                          ws.size(), r.rnd(step), &len)));
+  p.resize(len);
+  return p;
+}
+
+// v rounded once to dtype t, as a float.
+float rounded(dtype t, float v) {
+  uint32_t bits = 0;
+  float out = 0;
+  (void)detail::dispatch_dtype(t, [&](auto tc) {
+    detail::store<decltype(tc)::value>(&bits, 0, v);
+    out = detail::load<decltype(tc)::value>(&bits, 0);
+    return status::success;
+  });
+  return out;
+}
+
+template <class Check>
+void for_each_tiled_run(Check&& check) {
+  uint64_t seed = 11;
+  for (const char* text : tiled_specs)
+    for (const shape& shp : tiled_shapes)
+      for (dtype st : all_dtypes) {
+        tiled_run r{parse(text), shp, all_dtypes[testdata::splitmix(seed) % 3], st, {}};
+        if (r.s.codec == codec_id::topk && shp.size() > 20000) continue;  // the passes, checked smaller
+        for (uint64_t row = 0; row < shp.rows; ++row) r.ids.push_back(testdata::splitmix(seed));
+        CAPTURE_TEXT(text);
+        CAPTURE(shp.rows);
+        CAPTURE(shp.cols);
+        CAPTURE_TEXT(storage_name(st));
+        CAPTURE_TEXT(storage_name(r.x_type));
+        check(r, seed);
+      }
+}
+
+}  // namespace
+
+TEST_CASE("EF sender: tiled payload and residual equal encode, decode and the residual update written out") {
+  for_each_tiled_run([](const tiled_run& r, uint64_t seed) {
+    const uint64_t n = r.shp.size();
+    host::ef_state ef;
+    REQUIRE(ok(ef.init(r.s, r.shp, r.state_type)));
+    std::vector<uint8_t> e_ref(n * dtype_bytes(r.state_type), 0);
+    std::vector<uint8_t> payload(ef.payload_bytes());
+    for (uint64_t step = 0; step < 3; ++step) {
+      CAPTURE(step);
+      const auto x = tiled_input(n, seed + step, r.x_type);
+      std::vector<float> v(n), d(n);
+      (void)detail::dispatch_dtype(r.state_type, [&](auto tc) {
+        constexpr dtype T = decltype(tc)::value;
+        for (uint64_t i = 0; i < n; ++i)
+          v[i] = detail::add_rn(testdata::element(x, r.x_type, i), detail::load<T>(e_ref.data(), i));
+        return status::success;
+      });
+      const auto want = tiled_encode_ref(r, v, step);
+      REQUIRE(ok(host::decode(want.data(), want.size(), tensor_view{d.data(), dtype::f32, r.shp})));
+      (void)detail::dispatch_dtype(r.state_type, [&](auto tc) {
+        for (uint64_t i = 0; i < n; ++i)
+          detail::store<decltype(tc)::value>(e_ref.data(), i, detail::sub_rn(v[i], d[i]));
+        return status::success;
+      });
+      size_t len = 0;
+      REQUIRE(ok(ef.encode(const_tensor_view{x.data(), r.x_type, r.shp}, payload.data(), payload.size(),
+                           r.rnd(step), &len)));
+      REQUIRE(len == want.size());
+      REQUIRE(std::equal(want.begin(), want.end(), payload.begin()));
+      REQUIRE(snapshot(ef.residual()) == e_ref);
+    }
+  });
+}
+
+TEST_CASE("EF21 sender: tiled payload and g equal encode and decode_accumulate written out") {
+  for_each_tiled_run([](const tiled_run& r, uint64_t seed) {
+    const uint64_t n = r.shp.size();
+    host::ef21_state ef;
+    REQUIRE(ok(ef.init(r.s, r.shp, r.state_type)));
+    std::vector<uint8_t> g_ref(n * dtype_bytes(r.state_type), 0);
+    std::vector<uint8_t> payload(ef.payload_bytes());
+    for (uint64_t step = 0; step < 3; ++step) {
+      CAPTURE(step);
+      const auto x = tiled_input(n, seed + step, r.x_type);
+      std::vector<float> v(n);
+      (void)detail::dispatch_dtype(r.state_type, [&](auto tc) {
+        constexpr dtype T = decltype(tc)::value;
+        for (uint64_t i = 0; i < n; ++i)
+          v[i] = detail::sub_rn(testdata::element(x, r.x_type, i), detail::load<T>(g_ref.data(), i));
+        return status::success;
+      });
+      const auto want = tiled_encode_ref(r, v, step);
+      REQUIRE(ok(host::decode_accumulate(want.data(), want.size(), tensor_view{g_ref.data(), r.state_type, r.shp})));
+      size_t len = 0;
+      REQUIRE(ok(ef.encode(const_tensor_view{x.data(), r.x_type, r.shp}, payload.data(), payload.size(),
+                           r.rnd(step), &len)));
+      REQUIRE(len == want.size());
+      REQUIRE(std::equal(want.begin(), want.end(), payload.begin()));
+      REQUIRE(snapshot(ef.state()) == g_ref);
+    }
+  });
+}
+
+TEST_CASE("AQ-SGD sender: the tiled delta part equals encode of a - m, and both stores stay equal") {
+  const char* const codecs[] = {"quant:bits=4,group=128", "quant:bits=3,group=row,round=stochastic,rng=sample",
+                                "quant:bits=2,group=64,outliers=2",
+                                "quant:bits=4,group=64,rotate=hadamard,rotate_block=64"};  // receiver: whole
+  const uint64_t cols_of[] = {2500, 5000, 777, 640};
+  uint64_t rng = 5;
+  for (int ci = 0; ci < 4; ++ci)
+    for (dtype st_t : all_dtypes) {
+      CAPTURE_TEXT(codecs[ci]);
+      CAPTURE_TEXT(storage_name(st_t));
+      const uint64_t cols = cols_of[ci], max_rows = 7;
+      const auto c = store_config(codecs[ci], cols, st_t, 16);
+      host::aqsgd_state tx, rx;
+      REQUIRE(ok(tx.init(c, max_rows)));
+      REQUIRE(ok(rx.init(c, max_rows)));
+      std::vector<uint8_t> msg(tx.message_bytes());
+      for (uint64_t step = 0; step < 8; ++step) {
+        CAPTURE(step);
+        std::vector<uint64_t> ids;  // distinct ids from a pool of 12
+        while (ids.size() < 2 + step % (max_rows - 1)) {
+          const uint64_t id = 100 + testdata::splitmix(rng) % 12;
+          if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+        }
+        const uint64_t rows = ids.size();
+        const dtype in_t = all_dtypes[testdata::splitmix(rng) % 3];
+        const auto a = tiled_input(rows * cols, rng + step, in_t);
+        const bool warmup = step == 0;
+        // The delta part as encode gives it: rows of seen samples, a - m, ids in batch order.
+        std::vector<float> delta;
+        std::vector<uint64_t> delta_ids;
+        const auto m = to_f32(rx.store().rows);
+        for (uint64_t r = 0; r < rows && !warmup; ++r) {
+          const uint64_t slot = rx.store().table.find(ids[r]);
+          if (slot == aqsgd_table::npos) continue;
+          delta_ids.push_back(ids[r]);
+          for (uint64_t j = 0; j < cols; ++j)
+            delta.push_back(detail::sub_rn(testdata::element(a, in_t, r * cols + j), m[slot * cols + j]));
+        }
+        size_t len = 0;
+        REQUIRE(ok(tx.encode(ids.data(), const_tensor_view{a.data(), in_t, shape(rows, cols)}, warmup, msg.data(),
+                             msg.size(), step, &len)));
+        aqsgd_frame f;
+        REQUIRE(ok(detail::parse_aqsgd_frame(msg.data(), len, f)));
+        REQUIRE(f.rows - f.warm_rows == delta_ids.size());
+        if (!delta_ids.empty()) {
+          const shape dshp(delta_ids.size(), cols);
+          std::vector<uint8_t> want(aqsgd_part_bytes(c.codec, dshp.rows, cols));
+          std::vector<uint8_t> ws(workspace_bytes(c.codec, dshp) + 64);
+          size_t wlen = 0;
+          REQUIRE(ok(host::encode(c.codec, const_tensor_view{delta.data(), dtype::f32, dshp}, want.data(),
+                                  want.size(), ws.data(), ws.size(), randomness(step, delta_ids.data()), &wlen)));
+          uint64_t total = 0;
+          REQUIRE(ok(detail::append_sample_ids(want.data(), want.size(), delta_ids.data(), &total)));
+          REQUIRE(f.delta_bytes == total);
+          REQUIRE(std::equal(want.begin(), want.begin() + total, msg.begin() + f.delta_offset()));
+          REQUIRE(ok(host::decode(want.data(), total, tensor_view{delta.data(), dtype::f32, dshp})));
+        }
+        REQUIRE(ok(rx.decode(msg.data(), len, ids.data())));
+        REQUIRE(snapshot(tx) == snapshot(rx));
+        // Each delta row's m is T(fp32(m + D(payload))), D of the reference payload.
+        const auto m_now = to_f32(rx.store().rows);
+        for (uint64_t k = 0; k < delta_ids.size(); ++k) {
+          const uint64_t slot = rx.store().table.find(delta_ids[k]);
+          for (uint64_t j = 0; j < cols; ++j)
+            REQUIRE(detail::bit_cast<uint32_t>(m_now[slot * cols + j]) ==
+                    detail::bit_cast<uint32_t>(rounded(st_t, detail::add_rn(m[slot * cols + j], delta[k * cols + j]))));
+        }
+      }
+    }
+}
