@@ -14,29 +14,7 @@
 #include "../core/bitplane.hpp"
 #include "../core/philox.hpp"
 #include "../core/quant_math.hpp"
-
-#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
-#define PIPECODEC_HOST_AVX512 1
-#if defined(__GFNI__) && defined(__AVX512VBMI__)
-#define PIPECODEC_HOST_GFNI 1  // bit-plane transposes by GF(2) affine steps
-#endif
-#endif
-
-#if defined(__AVX2__) || defined(__F16C__)
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12's AVX-512 intrinsics warn of their own self-initialised placeholder once inlined
-// (GCC bug 105593); the warning is tied to the header's lines, so it is silenced only there.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#else
-#include <immintrin.h>
-#endif
-#elif defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "simd_isa.hpp"
 
 namespace pipecodec::host::detail {
 
