@@ -3,11 +3,18 @@
 // loop, so `x_memcpy` (codec time / memcpy time; `_cpu`: thread CPU time) survives a noisy,
 // shared machine.
 // Targets (one core): nearest encode <= 2x, decode <= 1.5x, stochastic encode <= 4x memcpy.
+// encode_threads / decode_threads run encode_parallel / decode_parallel on a pool of T
+// threads (the calling one included) against the same one-thread memcpy: compare their
+// x_memcpy (wall time; the _cpu ratio counts the calling thread only) across T.
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <ctime>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "host_input.hpp"
@@ -118,6 +125,96 @@ void decode_nearest(benchmark::State& st) { decode_spec(st, quant_spec(st.range(
 void encode_by_text(benchmark::State& st) { encode_spec(st, text_spec(st)); }
 void decode_by_text(benchmark::State& st) { decode_spec(st, text_spec(st)); }
 
+// A fixed pool of `threads` threads (the caller's included) that runs the parts of one call
+// at a time, handed out by an atomic counter: the executor encode_parallel asks for.
+class pool {
+ public:
+  explicit pool(size_t threads) {
+    for (size_t k = 1; k < threads; ++k) workers_.emplace_back([this] { serve(); });
+  }
+  ~pool() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      stop_ = true;
+      ++generation_;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+  void operator()(size_t parts, const pc::host::task_ref& task) {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      task_ = &task;
+      parts_ = parts;
+      next_ = 0;
+      busy_ = workers_.size();
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> l(m_);
+    done_.wait(l, [&] { return busy_ == 0; });
+  }
+
+ private:
+  void work() {
+    for (size_t i; (i = next_.fetch_add(1)) < parts_;) (*task_)(i);
+  }
+  void serve() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> l(m_);
+        wake_.wait(l, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (stop_) return;
+      }
+      work();
+      std::lock_guard<std::mutex> l(m_);
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+  std::vector<std::thread> workers_;
+  std::mutex m_;
+  std::condition_variable wake_, done_;
+  const pc::host::task_ref* task_ = nullptr;
+  size_t parts_ = 0, busy_ = 0;
+  std::atomic<size_t> next_{0};
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+// 4-bit nearest encode / decode on range(0) threads, split in 4 parts per thread.
+void encode_threads(benchmark::State& state) {
+  const pc::spec s = quant_spec(4, pc::rounding::nearest);
+  const size_t threads = size_t(state.range(0));
+  pool run(threads);
+  std::vector<uint8_t> payload(pc::encoded_bytes(s, shp));
+  const pc::const_tensor_view in{input().data(), pc::dtype::f32, shp};
+  timed_against_memcpy(state, [&] {
+    if (!pc::ok(pc::host::encode_parallel(s, in, payload.data(), payload.size(), nullptr, 0, 7, nullptr, 4 * threads,
+                                          run)))
+      state.SkipWithError("encode failed");
+  });
+}
+
+void decode_threads(benchmark::State& state) {
+  const pc::spec s = quant_spec(4, pc::rounding::nearest);
+  const size_t threads = size_t(state.range(0));
+  pool run(threads);
+  std::vector<uint8_t> payload(pc::encoded_bytes(s, shp));
+  std::vector<float> out(n);
+  if (!pc::ok(pc::host::encode(s, pc::const_tensor_view{input().data(), pc::dtype::f32, shp}, payload.data(),
+                               payload.size(), nullptr, 0, 7)))
+    state.SkipWithError("encode failed");
+  timed_against_memcpy(state, [&] {
+    if (!pc::ok(pc::host::decode_parallel(payload.data(), payload.size(),
+                                          pc::tensor_view{out.data(), pc::dtype::f32, shp}, nullptr, 0, 4 * threads,
+                                          run)))
+      state.SkipWithError("decode failed");
+  });
+}
+
 // Sanity row: a second memcpy as the "codec" should read x_memcpy ~ 1.
 void memcpy_input(benchmark::State& state) {
   std::vector<char> a(n * sizeof(float), 3), b(n * sizeof(float), 4);
@@ -132,4 +229,6 @@ BENCHMARK(encode_stochastic)->ArgName("bits")->Arg(2)->Arg(4)->Arg(8)->Unit(benc
 BENCHMARK(decode_nearest)->ArgName("bits")->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(encode_by_text)->ArgName("spec")->DenseRange(0, text_spec_count - 1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(decode_by_text)->ArgName("spec")->DenseRange(0, text_spec_count - 1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(encode_threads)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(decode_threads)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_MAIN();

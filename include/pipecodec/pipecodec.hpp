@@ -15,6 +15,7 @@
 #include "host/ef.hpp"
 #include "host/ef21.hpp"
 #include "host/ef_sample.hpp"
+#include "host/parallel.hpp"
 #include "policy/endpoint.hpp"
 #include "policy/policy_parse.hpp"
 #include "policy/spec_string.hpp"
