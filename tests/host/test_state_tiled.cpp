@@ -68,6 +68,33 @@ float rounded(dtype t, float v) {
   return out;
 }
 
+// The codec input of a step: fp32(x + s) (EF: v = x + e) or fp32(x - s) (EF21: x - g), with
+// x of r.x_type and the reference state s of r.state_type.
+std::vector<float> step_input(const tiled_run& r, const std::vector<uint8_t>& x, const std::vector<uint8_t>& s,
+                              bool subtract) {
+  std::vector<float> v(r.shp.size());
+  (void)detail::dispatch_dtype(r.state_type, [&](auto tc) {
+    for (uint64_t i = 0; i < v.size(); ++i) {
+      const float a = testdata::element(x, r.x_type, i), b = detail::load<decltype(tc)::value>(s.data(), i);
+      v[i] = subtract ? detail::sub_rn(a, b) : detail::add_rn(a, b);
+    }
+    return status::success;
+  });
+  return v;
+}
+
+// The sender's step on x writes exactly the payload `want`.
+template <class Sender>
+void require_payload(Sender& tx, const tiled_run& r, const std::vector<uint8_t>& x, uint64_t step,
+                     const std::vector<uint8_t>& want) {
+  std::vector<uint8_t> payload(tx.payload_bytes());
+  size_t len = 0;
+  REQUIRE(ok(tx.encode(const_tensor_view{x.data(), r.x_type, r.shp}, payload.data(), payload.size(), r.rnd(step),
+                       &len)));
+  REQUIRE(len == want.size());
+  REQUIRE(std::equal(want.begin(), want.end(), payload.begin()));
+}
+
 template <class Check>
 void for_each_tiled_run(Check&& check) {
   uint64_t seed = 11;
@@ -94,17 +121,11 @@ TEST_CASE("EF sender: tiled payload and residual equal encode, decode and the re
     host::ef_state ef;
     REQUIRE(ok(ef.init(r.s, r.shp, r.state_type)));
     std::vector<uint8_t> e_ref(n * dtype_bytes(r.state_type), 0);
-    std::vector<uint8_t> payload(ef.payload_bytes());
     for (uint64_t step = 0; step < 3; ++step) {
       CAPTURE(step);
       const auto x = tiled_input(n, seed + step, r.x_type);
-      std::vector<float> v(n), d(n);
-      (void)detail::dispatch_dtype(r.state_type, [&](auto tc) {
-        constexpr dtype T = decltype(tc)::value;
-        for (uint64_t i = 0; i < n; ++i)
-          v[i] = detail::add_rn(testdata::element(x, r.x_type, i), detail::load<T>(e_ref.data(), i));
-        return status::success;
-      });
+      const auto v = step_input(r, x, e_ref, false);
+      std::vector<float> d(n);
       const auto want = tiled_encode_ref(r, v, step);
       REQUIRE(ok(host::decode(want.data(), want.size(), tensor_view{d.data(), dtype::f32, r.shp})));
       (void)detail::dispatch_dtype(r.state_type, [&](auto tc) {
@@ -112,11 +133,7 @@ TEST_CASE("EF sender: tiled payload and residual equal encode, decode and the re
           detail::store<decltype(tc)::value>(e_ref.data(), i, detail::sub_rn(v[i], d[i]));
         return status::success;
       });
-      size_t len = 0;
-      REQUIRE(ok(ef.encode(const_tensor_view{x.data(), r.x_type, r.shp}, payload.data(), payload.size(),
-                           r.rnd(step), &len)));
-      REQUIRE(len == want.size());
-      REQUIRE(std::equal(want.begin(), want.end(), payload.begin()));
+      require_payload(ef, r, x, step, want);
       REQUIRE(snapshot(ef.residual()) == e_ref);
     }
   });
@@ -128,24 +145,12 @@ TEST_CASE("EF21 sender: tiled payload and g equal encode and decode_accumulate w
     host::ef21_state ef;
     REQUIRE(ok(ef.init(r.s, r.shp, r.state_type)));
     std::vector<uint8_t> g_ref(n * dtype_bytes(r.state_type), 0);
-    std::vector<uint8_t> payload(ef.payload_bytes());
     for (uint64_t step = 0; step < 3; ++step) {
       CAPTURE(step);
       const auto x = tiled_input(n, seed + step, r.x_type);
-      std::vector<float> v(n);
-      (void)detail::dispatch_dtype(r.state_type, [&](auto tc) {
-        constexpr dtype T = decltype(tc)::value;
-        for (uint64_t i = 0; i < n; ++i)
-          v[i] = detail::sub_rn(testdata::element(x, r.x_type, i), detail::load<T>(g_ref.data(), i));
-        return status::success;
-      });
-      const auto want = tiled_encode_ref(r, v, step);
+      const auto want = tiled_encode_ref(r, step_input(r, x, g_ref, true), step);
       REQUIRE(ok(host::decode_accumulate(want.data(), want.size(), tensor_view{g_ref.data(), r.state_type, r.shp})));
-      size_t len = 0;
-      REQUIRE(ok(ef.encode(const_tensor_view{x.data(), r.x_type, r.shp}, payload.data(), payload.size(),
-                           r.rnd(step), &len)));
-      REQUIRE(len == want.size());
-      REQUIRE(std::equal(want.begin(), want.end(), payload.begin()));
+      require_payload(ef, r, x, step, want);
       REQUIRE(snapshot(ef.state()) == g_ref);
     }
   });
