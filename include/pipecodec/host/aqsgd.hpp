@@ -163,10 +163,7 @@ inline status encode_delta_tiled(const aqsgd_config& c, const aqsgd_store& s, co
   delta_row_cursor filled{kinds}, updated{kinds};
   const auto fill = [&](uint64_t first, uint64_t count, float* v) {
     delta_pieces(filled, cols, first, count, [&](uint64_t r, uint64_t col, uint64_t i, uint64_t n) {
-      zip_spans<B, T>(batch.data, r * cols + col, s.rows.data, slots[r] * cols + col, n,
-                      [&](uint64_t j, const float* a, const float* m, uint64_t len) {
-                        for (uint64_t k = 0; k < len; ++k) v[i + j + k] = sub_rn(a[k], m[k]);
-                      });
+      sub_span<B, T>(batch.data, r * cols + col, s.rows.data, slots[r] * cols + col, n, v + i);
     });
   };
   const auto update = [&](uint64_t first, uint64_t count, const float* d) {
@@ -222,11 +219,7 @@ inline status aqsgd_encode(const aqsgd_config& c, const aqsgd_store& s, const ui
           load_span<B>(batch.data, r * c.cols, c.cols, out);
           continue;
         }
-        if (delta_tiled) continue;
-        zip_spans<B, T>(batch.data, r * c.cols, s.rows.data, w.slots[r] * c.cols, c.cols,
-                        [&](uint64_t j, const float* a, const float* m, uint64_t len) {
-                          for (uint64_t k = 0; k < len; ++k) out[j + k] = sub_rn(a[k], m[k]);
-                        });
+        if (!delta_tiled) sub_span<B, T>(batch.data, r * c.cols, s.rows.data, w.slots[r] * c.cols, c.cols, out);
       }
       return status::success;
     });

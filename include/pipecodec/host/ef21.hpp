@@ -29,10 +29,7 @@ inline status ef21_encode(const spec& s, const_tensor_view x, tensor_view g, voi
       constexpr dtype X = decltype(xc)::value, G = decltype(gc)::value;
       // x - g for elements first .. first + count - 1, into v[0 .. count).
       const auto fill = [&](uint64_t first, uint64_t count, float* v) {
-        zip_spans<X, G>(x.data, first, g.data, first, count,
-                        [&](uint64_t j, const float* xv, const float* gv, uint64_t len) {
-                          for (uint64_t k = 0; k < len; ++k) v[j + k] = sub_rn(xv[k], gv[k]);
-                        });
+        sub_span<X, G>(x.data, first, g.data, first, count, v);
       };
       if (tiled(s)) {
         // g += d, with d = D(payload) of the same elements.

@@ -6,6 +6,8 @@
 // payload host::encode gives, byte for byte; every other spec runs on the calling thread.
 #pragma once
 
+#include <algorithm>
+
 #include "codec.hpp"
 
 namespace pipecodec::host {
@@ -34,8 +36,7 @@ inline void part_groups(uint64_t groups, size_t parts, size_t k, uint64_t& begin
 
 // Parts worth running: at most one per batch of 16 groups, at least one.
 inline size_t useful_parts(uint64_t groups, size_t parts) {
-  const uint64_t batches = (groups + 15) / 16;
-  return parts < 1 ? 1 : batches < parts ? (batches < 1 ? 1 : size_t(batches)) : parts;
+  return size_t(std::max<uint64_t>(1, std::min<uint64_t>(parts, (groups + 15) / 16)));
 }
 
 }  // namespace detail
