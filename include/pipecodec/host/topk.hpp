@@ -4,9 +4,10 @@
 #pragma once
 
 #include "buffer_checks.hpp"
+#include "compress_block.hpp"
 #include "quant.hpp"
 #include "topk_read.hpp"
-#include "topk_select.hpp"
+#include "topk_band.hpp"
 
 namespace pipecodec::host::detail {
 
@@ -32,26 +33,111 @@ struct randk_keys {
   }
 };
 
-// Calls f(u, j, i) for every kept position of an encode: selected by magnitude (TopK),
-// by seed (RandK; `ids`: the payload's sample-id section when rng=sample), or read from a
+// Calls block(u, j, i, bits) for the kept positions of each unit selected by magnitude
+// (TopK) or by seed (RandK; `ids`: the payload's sample-id section when rng=sample), a block
+// of positions at a time (compact_blocks).
+template <dtype T, class Block>
+inline void for_each_selected_block(const topk_desc& d, const topk_layout& L, const void* x, const uint8_t* ids,
+                                    uint32_t* cand, uint64_t cap, Block&& block) {
+  if (L.kept == 0) return;  // e.g. many empty rows: nothing to select
+  unit_selector sel;
+  for (uint64_t u = 0; u < L.units; ++u) {
+    auto unit_block = [&](uint64_t j, uint64_t i, uint32_t bits) { block(u, j, i, bits); };
+    if (d.codec == codec_id::randk) {
+      const randk_keys key{randk_draw(d, ids, u, L.unit_len)};
+      compact_blocks(key, L.unit_len, sel.select(key, L.unit_len, L.k, cand, cap), unit_block);
+    } else {
+      const magnitude_keys<T> key{x, u * L.unit_len};
+      compact_blocks(key, L.unit_len, sel.select(key, L.unit_len, L.k, cand, cap), unit_block);
+    }
+  }
+}
+
+// Calls f(u, j, i) for every kept position of an encode: selected (above), or read from a
 // validated mask payload (shared mask).
 template <dtype T, class F>
 inline void for_each_selected(const topk_desc& d, const topk_layout& L, const void* x, const uint8_t* ids,
                               const topk_payload* mask, uint32_t* cand, uint64_t cap, F&& f) {
   if (mask != nullptr) return for_each_position(*mask, f);
-  if (L.kept == 0) return;  // e.g. many empty rows: nothing to select
-  radix_scratch scratch;
-  for (uint64_t u = 0; u < L.units; ++u) {
-    auto emit = [&](uint64_t j, uint64_t i) { f(u, j, i); };
-    if (d.codec == codec_id::randk) {
-      const randk_keys key{randk_draw(d, ids, u, L.unit_len)};
-      compact_kept(key, L.unit_len, radix_select(key, L.unit_len, L.k, cand, cap, scratch), emit);
-    } else {
-      const magnitude_keys<T> key{x, u * L.unit_len};
-      compact_kept(key, L.unit_len, radix_select(key, L.unit_len, L.k, cand, cap, scratch), emit);
+  for_each_selected_block<T>(d, L, x, ids, cand, cap, [&](uint64_t u, uint64_t j, uint64_t i, uint32_t bits) {
+    for (; bits != 0; bits &= bits - 1) f(u, j++, i + uint32_t(__builtin_ctz(bits)));
+  });
+}
+
+// Writes the kept positions and values of an encode: entry e = u * k + j of unit u, at
+// position i of the unit.
+template <dtype T>
+struct sparse_writer {
+  const topk_layout& L;
+  index_layout index;
+  value_kind values;
+  bool unbiased;
+  float scale;
+  const void* x;
+  uint8_t* idx;
+  uint8_t* vals;
+  float* gathered;  // value_kind::quant: the values, quantized after the selection
+
+  void position(uint64_t e, uint64_t i, uint64_t pos) const {
+    switch (index) {
+      case index_layout::u32: put_u32(idx + 4 * e, uint32_t(i)); break;
+      case index_layout::u16: put_u16(idx + 2 * e, uint16_t(i)); break;
+      case index_layout::bitmap: idx[pos / 8] = uint8_t(idx[pos / 8] | (1u << (pos % 8))); break;
+      default: break;
     }
   }
-}
+  template <value_kind V>
+  void put_value(uint64_t e, uint64_t pos) const {
+    float v = load<T>(x, pos);
+    if (unbiased) v = mul_rn(v, scale);
+    switch (V) {
+      case value_kind::f32: put_u32(vals + 4 * e, bit_cast<uint32_t>(v)); break;
+      case value_kind::f16: put_u16(vals + 2 * e, f32_to_f16(v)); break;
+      case value_kind::bf16: put_u16(vals + 2 * e, f32_to_bf16(v)); break;
+      case value_kind::quant: gathered[e] = v; break;
+    }
+  }
+  // Entries e, e + 1, ... for the set bits l of `bits`, at positions pos0 + l.
+  template <value_kind V>
+  void put_values(uint64_t e, uint64_t pos0, uint32_t bits) const {
+    const sparse_writer w = *this;  // in registers: the payload stores cannot change it
+    for (; bits != 0; bits &= bits - 1) w.put_value<V>(e++, pos0 + uint32_t(__builtin_ctz(bits)));
+  }
+  void values_at(uint64_t e, uint64_t pos0, uint32_t bits) const {
+    switch (values) {
+      case value_kind::f32: return put_values<value_kind::f32>(e, pos0, bits);
+      case value_kind::f16: return put_values<value_kind::f16>(e, pos0, bits);
+      case value_kind::bf16: return put_values<value_kind::bf16>(e, pos0, bits);
+      case value_kind::quant: return put_values<value_kind::quant>(e, pos0, bits);
+    }
+  }
+  void operator()(uint64_t u, uint64_t j, uint64_t i) const {
+    const uint64_t e = u * L.k + j, pos = u * L.unit_len + i;
+    position(e, i, pos);
+    values_at(e, pos, 1);
+  }
+  // The kept positions i + l for the set bits l of `bits`, the first of them entry j.
+  PIPECODEC_FOLD void block(uint64_t u, uint64_t j, uint64_t i, uint32_t bits) const {
+    const uint64_t e0 = u * L.k + j, pos0 = u * L.unit_len + i;
+    if (index == index_layout::bitmap) {  // the bits themselves, at the bitmap's bit pos0
+      if (pos0 % 8 == 0) {
+        // Bytes of positions pos0.. only, which later blocks have not written yet; a short last
+        // block's bytes stay inside the section (16-byte aligned, so a multiple of 4 bytes).
+        put_u32(idx + pos0 / 8, bits);
+      } else {
+        for (uint64_t v = uint64_t(bits) << (pos0 % 8), b = pos0 / 8; v != 0; v >>= 8, ++b)
+          idx[b] = uint8_t(idx[b] | uint8_t(v));
+      }
+    } else if (index == index_layout::u32) {
+      compress_positions<true>(uint32_t(i), bits, idx + 4 * e0);
+    } else if (index == index_layout::u16) {
+      compress_positions<false>(uint32_t(i), bits, idx + 2 * e0);
+    }
+    if (T == dtype::f32 && values == value_kind::f32 && !unbiased)  // the input's words as they are
+      return compress_u32(static_cast<const uint8_t*>(x) + 4 * pos0, bits, vals + 4 * e0);
+    values_at(e0, pos0, bits);
+  }
+};
 
 inline float unbiased_scale(const topk_layout& L) {
   return L.k ? float(ddiv_rn(double(L.unit_len), double(L.k))) : 1.0F;
@@ -85,28 +171,14 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
   const float scale = d.unbiased ? unbiased_scale(L) : 1.0F;
   const status st = dispatch_dtype(in.type, [&](auto tc) {
     constexpr dtype T = decltype(tc)::value;
-    for_each_selected<T>(d, L, in.data, d.sample_keyed ? p + L.total : nullptr, mask, cand, select_cand_cap(L.unit_len),
-                         [&](uint64_t u, uint64_t j, uint64_t i) {
-      const uint64_t e = u * L.k + j;
-      switch (d.index) {
-        case index_layout::u32: put_u32(idx + 4 * e, uint32_t(i)); break;
-        case index_layout::u16: put_u16(idx + 2 * e, uint16_t(i)); break;
-        case index_layout::bitmap: {
-          const uint64_t pos = u * L.unit_len + i;
-          idx[pos / 8] = uint8_t(idx[pos / 8] | (1u << (pos % 8)));
-          break;
-        }
-        default: break;
-      }
-      float v = load<T>(in.data, u * L.unit_len + i);
-      if (d.unbiased) v = mul_rn(v, scale);
-      switch (d.values) {
-        case value_kind::f32: put_u32(vals + 4 * e, bit_cast<uint32_t>(v)); break;
-        case value_kind::f16: put_u16(vals + 2 * e, f32_to_f16(v)); break;
-        case value_kind::bf16: put_u16(vals + 2 * e, f32_to_bf16(v)); break;
-        case value_kind::quant: gathered[e] = v; break;
-      }
-    });
+    const sparse_writer<T> w{L, d.index, d.values, d.unbiased, scale, in.data, idx, vals, gathered};
+    if (mask != nullptr)
+      for_each_position(*mask, w);
+    else
+      for_each_selected_block<T>(d, L, in.data, d.sample_keyed ? p + L.total : nullptr, cand,
+                                 select_cand_cap(L.unit_len), [&](uint64_t u, uint64_t j, uint64_t i, uint32_t bits) {
+        w.block(u, j, i, bits);
+      });
     return status::success;
   });
   if (!ok(st)) return st;

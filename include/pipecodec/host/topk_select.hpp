@@ -18,6 +18,7 @@
 #include <functional>
 
 #include "../core/topk_key.hpp"
+#include "key_bits.hpp"
 
 namespace pipecodec::host::detail {
 
@@ -260,17 +261,39 @@ inline topk_threshold radix_select(const KeyFn& key, uint64_t m, uint64_t k, uin
   return radix_select(key, m, k, cand, cand_cap, s);
 }
 
+// Calls block(j, i, bits) for each block of select_block positions from i that keeps any:
+// position i + l is kept when bit l of bits is set; j counts the positions kept before i.
+template <class KeyFn, class Block>
+inline void compact_blocks(const KeyFn& key, uint64_t m, const topk_threshold& t, Block&& block) {
+  uint64_t j = 0, equal_left = t.take_equal;
+  for (uint64_t i = 0; i < m; i += key_block) {
+    uint32_t c[key_block], ge = 0, eq = 0;
+    if (m - i >= key_block) {
+      for (uint32_t l = 0; l < key_block; ++l) c[l] = key(i + l);
+      ge = masked_key_bits<false>(c, t.mask, t.prefix);
+      eq = ge == 0 ? 0 : masked_key_bits<true>(c, t.mask, t.prefix);
+    } else {
+      for (uint32_t l = 0; l < uint32_t(m - i); ++l) {
+        const uint32_t a = key(i + l) & t.mask;
+        ge |= uint32_t(a >= t.prefix) << l;
+        eq |= uint32_t(a == t.prefix) << l;
+      }
+    }
+    for (; eq != 0; eq &= eq - 1) {  // keys equal to the threshold: the first take_equal only
+      if (equal_left != 0) --equal_left;
+      else ge &= ~(eq & (0u - eq));
+    }
+    if (ge == 0) continue;
+    block(j, i, ge);
+    j += uint64_t(__builtin_popcount(ge));
+  }
+}
+
 // Calls emit(j, i) for the kept positions i in ascending order, j = 0, 1, ... k-1.
 template <class KeyFn, class Emit>
 inline void compact_kept(const KeyFn& key, uint64_t m, const topk_threshold& t, Emit&& emit) {
-  uint64_t j = 0, equal_left = t.take_equal;
-  const auto at_least = [&](uint32_t c) { return (c & t.mask) >= t.prefix; };
-  for_each_match(key, m, at_least, [&](uint64_t i) {
-    if ((key(i) & t.mask) == t.prefix) {
-      if (equal_left == 0) return;
-      --equal_left;
-    }
-    emit(j++, i);
+  compact_blocks(key, m, t, [&](uint64_t j, uint64_t i, uint32_t bits) {
+    for (; bits != 0; bits &= bits - 1) emit(j++, i + uint32_t(__builtin_ctz(bits)));
   });
 }
 
