@@ -1,13 +1,18 @@
-// Host TopK selection in one pass, when the k-th largest key can be bracketed first: a band
-// [lo, hi] of keys guessed to hold it, from a sample of the unit (long units) or from the
-// previous unit's threshold (rows). One pass counts the keys above the band and gathers the
-// keys inside it; when the k-th key lies in the band, an exact selection among the gathered
-// keys gives the threshold. A guess only decides the speed, never the result: when the band
-// misses or overflows the buffer, the caller's radix select (topk_select.hpp) runs instead.
+// Host TopK selection in about one pass over a unit, when the k-th largest key can be
+// bracketed first, instead of the radix select's histogram passes (topk_select.hpp):
+// - long units: a sample of the unit gives a band [lo, hi] of keys that should hold the
+//   k-th; one pass counts the keys above the band and gathers those inside it, and an exact
+//   selection among the gathered keys gives the threshold;
+// - short units (rows) with k <= 16: one pass gathers the keys at or above a floor that rises
+//   as it goes (select_streaming);
+// - other short units: bands around the previous unit's k-th key, moved and resized by what
+//   each pass counted (unit_selector::search); a row is in the cache after the first.
+// A guess only decides the speed, never the result: when it misses, the radix select runs.
 #pragma once
 
 #include <cmath>
 
+#include "compress_block.hpp"
 #include "topk_select.hpp"
 
 namespace pipecodec::host::detail {
@@ -32,7 +37,7 @@ inline void band_pass(const KeyFn& key, uint64_t m, band b, uint32_t* cand, uint
     uint32_t c[key_block], bits = 0;
     if (m - i >= key_block) {
       for (uint32_t l = 0; l < key_block; ++l) c[l] = key(i + l);
-      if (b.hi != ~0u) a += uint32_t(__builtin_popcount(key_bits_within(c, b.hi + 1, ~0u - b.hi - 1)));
+      if (b.hi != ~0u) a += uint32_t(__builtin_popcount(masked_key_bits<false>(c, ~0u, b.hi + 1)));
       bits = key_bits_within(c, b.lo, span);
     } else {
       for (uint32_t l = 0; l < uint32_t(m - i); ++l) {
@@ -41,11 +46,12 @@ inline void band_pass(const KeyFn& key, uint64_t m, band b, uint32_t* cand, uint
         bits |= uint32_t(c[l] - b.lo <= span) << l;
       }
     }
-    if (n + uint64_t(__builtin_popcount(bits)) > cap) {
-      n += uint64_t(__builtin_popcount(bits));  // counted, no longer stored
-      continue;
+    const uint32_t count = uint32_t(__builtin_popcount(bits));
+    if (count != 0 && n + count <= cap) {  // else counted, no longer stored
+      if (m - i >= key_block) compress_keys(c, bits, cand + n);
+      else for (uint32_t r = bits, w = 0; r != 0; r &= r - 1) cand[n + w++] = c[__builtin_ctz(r)];
     }
-    for (; bits != 0; bits &= bits - 1) cand[n++] = c[__builtin_ctz(bits)];
+    n += count;
   }
   above = a;
   inside = n;
@@ -89,7 +95,9 @@ inline bool select_streaming(const KeyFn& key, uint64_t m, uint64_t k, uint32_t*
         bits |= uint32_t(c[l] >= floor) << l;
       }
     }
-    for (; bits != 0; bits &= bits - 1) cand[n++] = c[__builtin_ctz(bits)];
+    if (m - i >= key_block) compress_keys(c, bits, cand + n);
+    else for (uint32_t r = bits, w = 0; r != 0; r &= r - 1) cand[n + w++] = c[__builtin_ctz(r)];
+    n += uint32_t(__builtin_popcount(bits));
     if (n < full) continue;
     floor = select_small(cand, uint32_t(n), k).prefix;
     uint64_t w = 0;
@@ -125,12 +133,14 @@ inline band_verdict try_band(const KeyFn& key, uint64_t m, uint64_t k, band b, u
   return band_verdict::inside;
 }
 
-// A band around the k-th key of the m keys, from the same 64 runs guess_low_digit reads
-// (m / 64 keys, gathered in cand): the sample's keys at ranks r -+ 6 sigma + 16 of the
-// binomial count above the k-th key.
+// A band around the k-th key of the m keys, from 64 evenly spaced runs of m / 16384 keys
+// (1 key in 256, gathered in cand): the sample's keys at ranks r -+ 6 sigma + 16 of the
+// binomial count above the k-th key. A larger sample narrows the band but costs more to
+// order than the selection inside the band saves (measured at 0.1-10 % of 2^24 keys).
+constexpr uint64_t band_sample_stride = 256;
 template <class KeyFn>
 inline bool sample_band(const KeyFn& key, uint64_t m, uint64_t k, uint32_t* cand, uint64_t cap, band& b) {
-  const uint64_t run = m / (64 * sample_stride), gap = m / 64, s = 64 * run;
+  const uint64_t run = m / (64 * band_sample_stride), gap = m / 64, s = 64 * run;
   if (run == 0 || s > cap) return false;
   uint64_t n = 0;
   for (uint64_t r = 0; r < 64; ++r)
@@ -153,8 +163,9 @@ inline bool sample_band(const KeyFn& key, uint64_t m, uint64_t k, uint32_t* cand
 // Selection state of an encode, carried from unit to unit: the radix histograms and the
 // last unit's k-th key with the band width that bracketed it. Short units search from a band
 // around the last k-th key: a band the k-th key lies beyond is moved past it, twice as wide;
-// one that holds too many keys is halved. The width carried on halves while bands hold many
-// more keys than select_small takes, and doubles when the first band misses.
+// one that holds more keys than the buffer is halved. The width carried on halves while bands
+// hold more keys than select_small takes, and doubles when the first band misses. Streaming
+// selections start from one binade below the last k-th key, and from zero if that was above.
 struct unit_selector {
   radix_scratch radix;
   uint32_t last = 0, width = band_width_start;
@@ -170,7 +181,6 @@ struct unit_selector {
       if (sample_band(key, m, k, cand, cap, b) && try_band(key, m, k, b, cand, cap, t, above, inside) == band_verdict::inside)
         return remember(t);
     } else if (k <= stream_select_max_k) {
-      // from half the last k-th key's value (one binade down), else from zero
       if ((have_last && select_streaming(key, m, k, cand, cap, last > (1u << 23) ? last - (1u << 23) : 0u, t)) ||
           select_streaming(key, m, k, cand, cap, 0, t))
         return remember(t);
