@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "../core/format.hpp"
+#include "key_bits.hpp"
 #include "simd_isa.hpp"
 
 namespace pipecodec::host::detail {
@@ -33,14 +34,15 @@ inline void compress_u32(const void* src, uint32_t bits, uint8_t* dst) {
 #endif
 }
 
-// Keys c[l] of a whole block for the set bits l, to dst in native order (a selection's
-// candidate buffer): without a branch per key where AVX-512 compresses.
-inline void compress_keys(const uint32_t* c, uint32_t bits, uint32_t* dst) {
+// Keys c[l] of a block of key_block for the set bits l (only those are read), to dst in
+// native order (a selection's candidate buffer): no branch per key where AVX-512 compresses.
+inline void compress_keys(const uint32_t (&c)[key_block], uint32_t bits, uint32_t* dst) {
 #if defined(PIPECODEC_HOST_AVX512)
   for (uint32_t h = 0; h < 2; ++h) {  // compress in a register, then a masked store: the
     const __mmask16 sel = __mmask16(bits >> (16 * h));  // compressing store is slow on Zen 4
     const uint32_t n = uint32_t(__builtin_popcount(sel));
-    _mm512_mask_storeu_epi32(dst, __mmask16((1u << n) - 1), _mm512_maskz_compress_epi32(sel, _mm512_loadu_si512(c + 16 * h)));
+    const __m512i keys = _mm512_maskz_loadu_epi32(sel, c + 16 * h);
+    _mm512_mask_storeu_epi32(dst, __mmask16((1u << n) - 1), _mm512_maskz_compress_epi32(sel, keys));
     dst += n;
   }
 #else

@@ -47,18 +47,15 @@ inline void band_pass(const KeyFn& key, uint64_t m, band b, uint32_t* cand, uint
       }
     }
     const uint32_t count = uint32_t(__builtin_popcount(bits));
-    if (count != 0 && n + count <= cap) {  // else counted, no longer stored
-      if (m - i >= key_block) compress_keys(c, bits, cand + n);
-      else for (uint32_t r = bits, w = 0; r != 0; r &= r - 1) cand[n + w++] = c[__builtin_ctz(r)];
-    }
+    if (count != 0 && n + count <= cap) compress_keys(c, bits, cand + n);  // else only counted
     n += count;
   }
   above = a;
   inside = n;
 }
 
-// Few keys: each one's count of keys at least as large, in loops compilers vectorise; the
-// largest key that `remaining` keys reach is the threshold.
+// Few keys: each one's count of keys at least as large (count_keys, 16 at a time with
+// AVX-512); the largest key that `remaining` keys reach is the threshold.
 constexpr uint64_t small_select_max = 64;
 inline topk_threshold select_small(const uint32_t* c, uint32_t n, uint64_t remaining) {
   uint32_t kth = 0;
@@ -95,8 +92,7 @@ inline bool select_streaming(const KeyFn& key, uint64_t m, uint64_t k, uint32_t*
         bits |= uint32_t(c[l] >= floor) << l;
       }
     }
-    if (m - i >= key_block) compress_keys(c, bits, cand + n);
-    else for (uint32_t r = bits, w = 0; r != 0; r &= r - 1) cand[n + w++] = c[__builtin_ctz(r)];
+    compress_keys(c, bits, cand + n);
     n += uint32_t(__builtin_popcount(bits));
     if (n < full) continue;
     floor = select_small(cand, uint32_t(n), k).prefix;

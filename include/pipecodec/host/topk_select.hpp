@@ -1,6 +1,7 @@
-// Host radix select: the k largest keys of one unit, ties to the lower index, without
-// sorting. Up to three histogram passes over the key digits (11, 11, 10 bits, most
-// significant first) narrow down the k-th largest key; keys that share the current prefix
+// Host radix select (what topk_band.hpp falls back to when its guesses miss): the k largest
+// keys of one unit, ties to the lower index, without sorting. Up to three histogram passes
+// over the key digits (11, 11, 10 bits, most significant first) narrow down the k-th
+// largest key; keys that share the current prefix
 // are buffered in the caller's workspace once they fit, so later passes read only them;
 // a pass stops early when the bucket holding the k-th key is kept whole. One ordered
 // compaction pass then emits the kept positions in ascending order.
@@ -24,19 +25,18 @@ namespace pipecodec::host::detail {
 
 using namespace pipecodec::detail;
 
-// Scans run in blocks of 32 keys: a block is first turned into a 32-bit match mask (a loop
-// compilers vectorise), then only its set bits are visited, in order.
-constexpr uint32_t select_block = 32;
+// Scans run in blocks of key_block (32) keys: a block is first turned into a 32-bit match
+// mask (key_bits.hpp, or a loop compilers vectorise), then only its set bits are visited.
 constexpr uint64_t sample_stride = 64;
 constexpr uint32_t no_digit = topk_radix_buckets;  // "collect nothing"
 
 // Calls f(i) for every i in [0, m) with pred(key(i)), ascending.
 template <class KeyFn, class Pred, class F>
 inline void for_each_match(const KeyFn& key, uint64_t m, const Pred& pred, F&& f) {
-  for (uint64_t i = 0; i < m; i += select_block) {
+  for (uint64_t i = 0; i < m; i += key_block) {
     uint32_t bits = 0;
-    if (m - i >= select_block) {
-      for (uint32_t l = 0; l < select_block; ++l) bits |= uint32_t(pred(key(i + l))) << l;
+    if (m - i >= key_block) {
+      for (uint32_t l = 0; l < key_block; ++l) bits |= uint32_t(pred(key(i + l))) << l;
     } else {
       for (uint32_t l = 0; l < uint32_t(m - i); ++l) bits |= uint32_t(pred(key(i + l))) << l;
     }
@@ -52,7 +52,7 @@ inline void for_each_match(const KeyFn& key, uint64_t m, const Pred& pred, F&& f
 // no_digit when the unit is small or the guess would not fit the buffer.
 template <class KeyFn>
 inline uint32_t guess_low_digit(const KeyFn& key, uint64_t m, uint64_t k, uint64_t cand_cap) {
-  if (m < 64 * sample_stride * select_block || cand_cap == 0) return no_digit;
+  if (m < 64 * sample_stride * key_block || cand_cap == 0) return no_digit;
   uint32_t sample[topk_radix_buckets] = {};
   // 64 evenly spaced runs of m / 4096 keys: runs stream through the prefetcher, where a
   // strided gather would wait for a cache line per key.
@@ -108,21 +108,21 @@ template <bool Track, class KeyFn>
 inline digit_range first_pass(const KeyFn& key, uint64_t m, radix_scratch& s, uint32_t low, uint32_t* cand,
                               uint64_t cand_cap, uint64_t& ncand) {
   constexpr uint32_t shift = topk_digit_shift(0);
-  constexpr uint64_t chunk = 4 * 65535 - (4 * 65535) % select_block;
+  constexpr uint64_t chunk = 4 * 65535 - (4 * 65535) % key_block;
   digit_range all;
   for (uint64_t begin = 0; begin < m;) {
     const uint64_t end = m - begin > chunk ? begin + chunk : m;
     digit_range r;  // of this chunk
     if (!Track) r = digit_range{1, topk_radix_buckets - 1};
     uint64_t i = begin;
-    for (; i + select_block <= end; i += select_block) {
-      uint32_t d[select_block];  // digits first: loops compilers vectorise
-      for (uint32_t l = 0; l < select_block; ++l) d[l] = key(i + l) >> shift;
+    for (; i + key_block <= end; i += key_block) {
+      uint32_t d[key_block];  // digits first: loops compilers vectorise
+      for (uint32_t l = 0; l < key_block; ++l) d[l] = key(i + l) >> shift;
       uint32_t bits = 0;
-      for (uint32_t l = 0; l < select_block; ++l) bits |= uint32_t(d[l] >= low) << l;
+      for (uint32_t l = 0; l < key_block; ++l) bits |= uint32_t(d[l] >= low) << l;
       if (Track) {
         uint32_t lo = r.lo, hi = r.hi;  // in registers: the loop vectorises
-        for (uint32_t l = 0; l < select_block; ++l) {
+        for (uint32_t l = 0; l < key_block; ++l) {
           const uint32_t nonzero = d[l] == 0 ? topk_radix_buckets : d[l];
           lo = nonzero < lo ? nonzero : lo;
           hi = d[l] > hi ? d[l] : hi;
@@ -130,7 +130,7 @@ inline digit_range first_pass(const KeyFn& key, uint64_t m, radix_scratch& s, ui
         r.lo = lo;
         r.hi = hi;
       }
-      for (uint32_t l = 0; l < select_block; l += 4) {
+      for (uint32_t l = 0; l < key_block; l += 4) {
         ++s.sub[0][d[l]];
         ++s.sub[1][d[l + 1]];
         ++s.sub[2][d[l + 2]];
@@ -261,7 +261,7 @@ inline topk_threshold radix_select(const KeyFn& key, uint64_t m, uint64_t k, uin
   return radix_select(key, m, k, cand, cand_cap, s);
 }
 
-// Calls block(j, i, bits) for each block of select_block positions from i that keeps any:
+// Calls block(j, i, bits) for each block of key_block positions from i that keeps any:
 // position i + l is kept when bit l of bits is set; j counts the positions kept before i.
 template <class KeyFn, class Block>
 inline void compact_blocks(const KeyFn& key, uint64_t m, const topk_threshold& t, Block&& block) {
