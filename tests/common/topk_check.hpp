@@ -36,6 +36,16 @@ inline std::vector<uint64_t> reference_topk(const float* x, uint64_t m, uint64_t
   return idx;
 }
 
+// Kept positions (ascending) of the k largest of m raw u32 keys, ties to the lower index.
+inline std::vector<uint64_t> sort_select(const uint32_t* key, uint64_t m, uint64_t k) {
+  std::vector<uint64_t> idx(m);
+  std::iota(idx.begin(), idx.end(), uint64_t(0));
+  std::stable_sort(idx.begin(), idx.end(), [&](uint64_t a, uint64_t b) { return key[a] > key[b]; });
+  idx.resize(k);
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
 // Per unit, the positions a payload keeps (read through its index section or, for RandK,
 // re-derived: decoded from a payload of a tensor with no zeros is not enough, so RandK
 // tests use positions_of_randk below).

@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "../common/topk_check.hpp"
 #include "pipecodec/host/topk_band.hpp"
@@ -13,17 +12,9 @@
 using namespace pipecodec;
 using namespace pipecodec::host::detail;
 using testdata::splitmix;
+using testk::sort_select;
 
 namespace {
-
-std::vector<uint64_t> sort_select(const uint32_t* key, uint64_t m, uint64_t k) {
-  std::vector<uint64_t> idx(m);
-  std::iota(idx.begin(), idx.end(), uint64_t(0));
-  std::stable_sort(idx.begin(), idx.end(), [&](uint64_t a, uint64_t b) { return key[a] > key[b]; });
-  idx.resize(k);
-  std::sort(idx.begin(), idx.end());
-  return idx;
-}
 
 std::vector<uint64_t> kept(const uint32_t* key, uint64_t m, const topk_threshold& t) {
   std::vector<uint64_t> got;

@@ -3,10 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <numeric>
 #include <vector>
 
-#include "../common/data.hpp"
+#include "../common/topk_check.hpp"
 #include "pipecodec/host/topk_select.hpp"
 
 using namespace pipecodec;
@@ -15,12 +14,7 @@ using testdata::splitmix;
 namespace {
 
 std::vector<uint64_t> sort_select(const std::vector<uint32_t>& key, uint64_t k) {
-  std::vector<uint64_t> idx(key.size());
-  std::iota(idx.begin(), idx.end(), uint64_t(0));
-  std::stable_sort(idx.begin(), idx.end(), [&](uint64_t a, uint64_t b) { return key[a] > key[b]; });
-  idx.resize(k);
-  std::sort(idx.begin(), idx.end());
-  return idx;
+  return testk::sort_select(key.data(), key.size(), k);
 }
 
 constexpr int kinds = 9;

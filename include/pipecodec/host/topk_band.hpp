@@ -119,28 +119,27 @@ inline band_verdict try_band(const KeyFn& key, uint64_t m, uint64_t k, band b, u
   band_pass(key, m, b, cand, cap, above, inside);
   if (above >= k) return band_verdict::above;
   if (above + inside < k) return band_verdict::below;
-  if (inside > cap && b.lo != b.hi) return band_verdict::overflow;
   if (b.lo == b.hi) {  // every key inside equals the k-th
     t = topk_threshold{~0u, b.lo, k - above};
     return band_verdict::inside;
   }
+  if (inside > cap) return band_verdict::overflow;
   t = inside <= small_select_max ? select_small(cand, uint32_t(inside), k - above)
                                  : select_among(cand, inside, k - above, topk_threshold{});
   return band_verdict::inside;
 }
 
-// A band around the k-th key of the m keys, from 64 evenly spaced runs of m / 16384 keys
-// (1 key in 256, gathered in cand): the sample's keys at ranks r -+ 6 sigma + 16 of the
+// A band around the k-th key of the m keys, from 64 evenly spaced runs (for_each_sampled,
+// 1 key in 256, gathered in cand): the sample's keys at ranks r -+ 6 sigma + 16 of the
 // binomial count above the k-th key. A larger sample narrows the band but costs more to
 // order than the selection inside the band saves (measured at 0.1-10 % of 2^24 keys).
 constexpr uint64_t band_sample_stride = 256;
 template <class KeyFn>
 inline bool sample_band(const KeyFn& key, uint64_t m, uint64_t k, uint32_t* cand, uint64_t cap, band& b) {
-  const uint64_t run = m / (64 * band_sample_stride), gap = m / 64, s = 64 * run;
-  if (run == 0 || s > cap) return false;
+  const uint64_t s = 64 * (m / (64 * band_sample_stride));
+  if (s == 0 || s > cap) return false;
   uint64_t n = 0;
-  for (uint64_t r = 0; r < 64; ++r)
-    for (uint64_t i = r * gap; i < r * gap + run; ++i) cand[n++] = key(i);
+  for_each_sampled(m, band_sample_stride, [&](uint64_t i) { cand[n++] = key(i); });
   const double p = double(k) / double(m), mean = p * double(s);
   const uint64_t margin = uint64_t(6.0 * std::sqrt(mean * (1.0 - p))) + 16;
   const uint64_t r = uint64_t(mean);
@@ -171,9 +170,9 @@ struct unit_selector {
   topk_threshold select(const KeyFn& key, uint64_t m, uint64_t k, uint32_t* cand, uint64_t cap) {
     topk_threshold t;
     if (k == 0 || k >= m || cap == 0) return radix_select(key, m, k, cand, cap, radix);
-    uint64_t above = 0, inside = 0;
     if (m >= band_sample_min) {
       band b;
+      uint64_t above = 0, inside = 0;
       if (sample_band(key, m, k, cand, cap, b) && try_band(key, m, k, b, cand, cap, t, above, inside) == band_verdict::inside)
         return remember(t);
     } else if (k <= stream_select_max_k) {

@@ -48,17 +48,23 @@ inline void for_each_match(const KeyFn& key, uint64_t m, const Pred& pred, F&& f
   }
 }
 
+// Calls f(i) for the keys of 64 evenly spaced runs of m / (64 * stride) keys (1 in stride):
+// runs stream through the prefetcher, where a strided gather would wait for a cache line
+// per key.
+template <class F>
+inline void for_each_sampled(uint64_t m, uint64_t stride, F&& f) {
+  const uint64_t run = m / (64 * stride), gap = m / 64;
+  for (uint64_t r = 0; r < 64; ++r)
+    for (uint64_t i = r * gap; i < r * gap + run; ++i) f(i);
+}
+
 // A first digit that at least about 1.25 k + 1024 keys reach, judged from a sample;
 // no_digit when the unit is small or the guess would not fit the buffer.
 template <class KeyFn>
 inline uint32_t guess_low_digit(const KeyFn& key, uint64_t m, uint64_t k, uint64_t cand_cap) {
   if (m < 64 * sample_stride * key_block || cand_cap == 0) return no_digit;
   uint32_t sample[topk_radix_buckets] = {};
-  // 64 evenly spaced runs of m / 4096 keys: runs stream through the prefetcher, where a
-  // strided gather would wait for a cache line per key.
-  const uint64_t run = m / (64 * sample_stride), gap = m / 64;
-  for (uint64_t r = 0; r < 64; ++r)
-    for (uint64_t i = r * gap; i < r * gap + run; ++i) ++sample[key(i) >> topk_digit_shift(0)];
+  for_each_sampled(m, sample_stride, [&](uint64_t i) { ++sample[key(i) >> topk_digit_shift(0)]; });
   const uint64_t want = (k + k / 4 + 1024) / sample_stride;
   uint64_t seen = 0;
   for (uint32_t b = topk_radix_buckets; b-- > 0;) {
