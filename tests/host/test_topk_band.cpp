@@ -141,14 +141,16 @@ TEST_CASE("each band verdict, the streaming floor's guesses and the small exact 
 }
 
 TEST_CASE("the block writer: every index layout and value kind at unit offsets of every alignment") {
-  // Rows of 37, 1000, 1001 and 1024: the bitmap's blocks start at bits that are and are not
-  // byte aligned, and the last block of a unit is partial.
+  // Rows of 37, 40, 1000, 1001 and 1024: the bitmap's blocks start at bits that are and are
+  // not byte aligned, and the last block of a unit is partial. 6 rows of 40 end the bitmap
+  // (30 bytes) two bytes before its 16-byte padding does, where a 4-byte store of the last
+  // block would reach into the first value.
   uint64_t rng = 12;
-  for (uint64_t cols : {uint64_t(37), uint64_t(1000), uint64_t(1001), uint64_t(1024)}) {
+  for (const shape shp : {shape(5, 37), shape(6, 40), shape(5, 1000), shape(5, 1001), shape(5, 1024)}) {
+    const uint64_t cols = shp.cols;
     for (auto ix : {index_layout::bitmap, index_layout::u32, index_layout::u16}) {
       for (auto v : {value_kind::f32, value_kind::f16, value_kind::bf16}) {
         for (dtype t : {dtype::f32, dtype::bf16}) {
-          const shape shp(5, cols);
           const spec s = testk::topk_spec(0.05 + double(splitmix(rng) % 30) / 100, 0, topk_scope::row, ix, v);
           const auto in = testdata::as_bytes(testdata::activations(shp.size(), rng), t);
           std::vector<float> x(shp.size());

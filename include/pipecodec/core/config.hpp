@@ -12,6 +12,13 @@
 #define PIPECODEC_HD inline
 #endif
 
+// A host-only function forced inline into its caller's loop (nvcc's host pass included).
+#if defined(__GNUC__)
+#define PIPECODEC_HOST_FOLD __attribute__((always_inline)) inline
+#else
+#define PIPECODEC_HOST_FOLD inline
+#endif
+
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "pipecodec supports little-endian hosts only"
 #endif

@@ -117,12 +117,13 @@ struct sparse_writer {
     values_at(e, pos, 1);
   }
   // The kept positions i + l for the set bits l of `bits`, the first of them entry j.
-  PIPECODEC_FOLD void block(uint64_t u, uint64_t j, uint64_t i, uint32_t bits) const {
+  PIPECODEC_HOST_FOLD void block(uint64_t u, uint64_t j, uint64_t i, uint32_t bits) const {
     const uint64_t e0 = u * L.k + j, pos0 = u * L.unit_len + i;
     if (index == index_layout::bitmap) {  // the bits themselves, at the bitmap's bit pos0
-      if (pos0 % 8 == 0) {
-        // Bytes of positions pos0.. only, which later blocks have not written yet; a short last
-        // block's bytes stay inside the section (16-byte aligned, so a multiple of 4 bytes).
+      if (pos0 % 8 == 0 && pos0 + 32 <= L.n) {
+        // Bytes of positions pos0 .. pos0 + 31 only, all inside the bitmap, which later blocks
+        // have not written yet. Near the end the store could reach past the bitmap's last byte
+        // into the values section (when ceil(n / 8) is within 3 bytes of a multiple of 16).
         put_u32(idx + pos0 / 8, bits);
       } else {
         for (uint64_t v = uint64_t(bits) << (pos0 % 8), b = pos0 / 8; v != 0; v >>= 8, ++b)
