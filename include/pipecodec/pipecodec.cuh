@@ -9,4 +9,5 @@
 #include "cuda/ef21.cuh"
 #include "cuda/state_owners.cuh"
 #include "cuda/warp_quant.cuh"
+#include "policy/arithmetic_check.cuh"
 #include "policy/cuda_endpoint.cuh"

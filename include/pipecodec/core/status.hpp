@@ -30,6 +30,7 @@ enum class status : int {
   cuda_error,           // a CUDA runtime call failed
   out_of_memory,        // an allocator (RAII owners only) returned no memory
   io_error,             // a file could not be opened, read or written (host helpers only)
+  device_math_mismatch, // the device's float arithmetic differs from the host's (fast-math or FTZ build)
 };
 
 PIPECODEC_HD constexpr bool ok(status s) { return s == status::success; }
@@ -60,6 +61,7 @@ inline const char* to_string(status s) {
     case status::cuda_error: return "CUDA runtime error";
     case status::out_of_memory: return "out of memory";
     case status::io_error: return "file I/O error";
+    case status::device_math_mismatch: return "device float arithmetic differs from the host's (--use_fast_math or -ftz=true?)";
   }
   return "unknown status";
 }
@@ -91,6 +93,7 @@ inline const char* status_name(status s) {
     case status::cuda_error: return "cuda_error";
     case status::out_of_memory: return "out_of_memory";
     case status::io_error: return "io_error";
+    case status::device_math_mismatch: return "device_math_mismatch";
   }
   return "unknown";
 }

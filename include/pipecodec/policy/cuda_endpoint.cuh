@@ -11,6 +11,9 @@
 //   if (!pc::ok(rx.last_status())) ...                        // syncs s: the device's verdict
 //
 // What differs from the host endpoints:
+// - init() also checks that the device code compiled here encodes and decodes as the host
+//   codec does (arithmetic_check.cuh): device_math_mismatch from a --use_fast_math or
+//   -ftz=true build. The check synchronizes o.stream.
 // - encode/decode are asynchronous on their stream: no allocation, no synchronization. The
 //   returned status covers what the host can check; a receiver validates the payload on the
 //   device, and last_status() (the one call that synchronizes: the stream of the last decode)
@@ -33,6 +36,7 @@
 
 #include "../cuda/codec.cuh"
 #include "../cuda/state_owners.cuh"
+#include "arithmetic_check.cuh"
 #include "endpoint_common.hpp"
 
 namespace pipecodec::cuda {
@@ -99,7 +103,15 @@ class endpoint_base : public pipecodec::detail::endpoint_core {
       st = lowrank_q_.allocate(codec_state_bytes(sender), o.device);
       if (ok(st)) st = pipecodec::cuda::detail::zero_async(lowrank_q_.data(), lowrank_q_.size(), o.stream);
     }
-    return st;
+    return ok(st) ? check_arithmetic(o) : st;
+  }
+
+  // The device code compiled here must compute what the host does (arithmetic_check.cuh):
+  // device_math_mismatch from a fast-math or FTZ build, before any payload is made.
+  static status check_arithmetic(const endpoint_options& o) {
+    owned_bytes scratch;
+    const status st = scratch.allocate(arithmetic_check_bytes(), o.device);
+    return ok(st) ? check_device_arithmetic(scratch.data(), scratch.size(), o.stream) : st;
   }
 
   owned_bytes ws_;  // device workspace of stateless and plain calls

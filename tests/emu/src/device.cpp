@@ -44,6 +44,10 @@ settings read_settings() {
     s.poison = uint8_t(b);
   }
   s.stats = std::getenv("PIPECODEC_EMU_STATS");
+  if (const char* v = std::getenv("PIPECODEC_EMU_FTZ")) {
+    if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0) bad_setting("PIPECODEC_EMU_FTZ", v);
+    s.ftz = *v == '1';
+  }
   if (const char* v = std::getenv("PIPECODEC_EMU_SCHEDULE")) {
     const std::string t(v);
     if (t == "forward") s.schedule = order::forward;

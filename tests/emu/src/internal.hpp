@@ -25,6 +25,7 @@ struct settings {
   uint8_t poison = 0xA5;
   int workers = 1;
   const char* stats = nullptr;
+  bool ftz = false;  // emulated threads flush subnormals, as nvcc's -ftz=true device code does
 };
 const settings& config();
 

@@ -6,6 +6,9 @@
 // collectives, masks that name exited or absent lanes, reads from lanes outside the mask,
 // deadlocks, shared memory over the device's limits.
 #include <sys/mman.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -138,10 +141,30 @@ void thread_exit(block_run& b, emu_thread& t) {
   if (b.bar_arrived > 0 && b.bar_arrived == b.live) complete_barrier(b);
 }
 
+// PIPECODEC_EMU_FTZ=1: the kernel's float operations flush subnormal inputs and results to
+// zero (SSE's DAZ and FTZ bits), the effect of --use_fast_math or -ftz=true on device code.
+// A fiber keeps its own MXCSR across switches; it is restored before the fiber ends anyway.
+struct flush_subnormals {
+#if defined(__SSE__)
+  unsigned saved = _mm_getcsr();
+  flush_subnormals() {
+    if (config().ftz) _mm_setcsr(saved | 0x8040u);
+  }
+  ~flush_subnormals() { _mm_setcsr(saved); }
+#else
+  flush_subnormals() {
+    if (config().ftz) fault("PIPECODEC_EMU_FTZ", __FILE__, __LINE__, "needs an SSE host (x86-64)");
+  }
+#endif
+};
+
 void thread_main(block_run& b, emu_thread& t) {
   san::finish_switch(nullptr, &b.sched_bottom, &b.sched_size);
   san::acquire(b.sync_start);
-  b.k->body(b.k->params.get());
+  {
+    const flush_subnormals mode;
+    b.k->body(b.k->params.get());
+  }
   thread_exit(b, t);
   san::release(b.sync_done);
 }
