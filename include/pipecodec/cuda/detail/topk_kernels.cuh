@@ -17,7 +17,7 @@ struct header_bytes64 {
 // A template (like every kernel here) so headers included by several translation units
 // do not define it twice.
 template <uint32_t Bytes>
-__global__ void write_header_kernel(uint8_t* payload, header_bytes64 h) {
+__global__ void __launch_bounds__(Bytes) write_header_kernel(uint8_t* payload, header_bytes64 h) {
   if (threadIdx.x < header_bytes) payload[threadIdx.x] = h.b[threadIdx.x];
 }
 
