@@ -20,17 +20,24 @@ namespace pipecodec::cuda {
 
 namespace detail {
 
-// Specs whose bytes depend on subnormal arithmetic, scale division and rounding:
-// quant:bits=8,group=32; quant:bits=3,group=32,round=stochastic; mx:format=fp8_e4m3;
-// fp8:format=e4m3; plain:dtype=bf16.
+// Specs whose bytes depend on subnormal arithmetic, scale division and rounding.
 constexpr int arithmetic_check_specs = 5;
 inline spec arithmetic_check_spec(int i) {
   spec s;
-  s.codec = i < 2 ? codec_id::quant : i == 2 ? codec_id::mx : i == 3 ? codec_id::fp8 : codec_id::plain;
-  s.quant.bits = i == 0 ? 8 : 3;
-  s.quant.group_size = 32;
-  s.quant.round = i == 0 ? rounding::nearest : rounding::stochastic;
-  s.plain.wire = dtype::bf16;
+  switch (i) {
+    case 0:  // quant:bits=8,group=32
+    case 1:  // quant:bits=3,group=32,round=stochastic
+      s.codec = codec_id::quant;
+      s.quant.bits = i == 0 ? 8 : 3;
+      s.quant.group_size = 32;
+      s.quant.round = i == 0 ? rounding::nearest : rounding::stochastic;
+      break;
+    case 2: s.codec = codec_id::mx; break;   // mx:format=fp8_e4m3
+    case 3: s.codec = codec_id::fp8; break;  // fp8:format=e4m3 (groups of 128)
+    default:                                 // plain:dtype=bf16
+      s.codec = codec_id::plain;
+      s.plain.wire = dtype::bf16;
+  }
   return s;
 }
 constexpr uint64_t arithmetic_check_rows = 2, arithmetic_check_cols = 64;
