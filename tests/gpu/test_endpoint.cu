@@ -3,6 +3,8 @@
 // bytes and equal receiver outputs in both pairings (host sender -> CUDA receiver, CUDA
 // sender -> host receiver), the shared-mask backward pair included; a hostile payload gives
 // the host's status through last_status() and leaves the output and the state untouched.
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "../common/print.hpp"
@@ -280,5 +282,45 @@ TEST_CASE("CUDA state owners: EF residual (and lowrank's Q) and AQ-SGD store equ
     CHECK(m.plan_bytes == 2 * pipecodec::cuda::aqsgd_plan_bytes(6));
     CHECK(da.pinned() == pinned);
     CHECK(da.count() == 0);
+  }
+}
+
+// The device arithmetic check (policy/arithmetic_check.cuh) and the endpoints' init that runs
+// it: success where the device computes as the host does; device_math_mismatch where it
+// flushes subnormals, which the emulated GPU does with PIPECODEC_EMU_FTZ=1 (the effect of
+// --use_fast_math or -ftz=true; meson test 'device arithmetic check (emulated, subnormals
+// flushed)' runs these two cases so).
+namespace {
+
+status expected_arithmetic() {
+  const char* ftz = std::getenv("PIPECODEC_EMU_FTZ");
+  return ftz != nullptr && std::strcmp(ftz, "1") == 0 ? status::device_math_mismatch : status::success;
+}
+
+}  // namespace
+
+TEST_CASE("device arithmetic check: the device's payloads and values against the host's") {
+  const size_t need = pipecodec::cuda::arithmetic_check_bytes();
+  dmem scratch(need + 16);
+  cudaStream_t s = nullptr;
+  testg::check_cuda(cudaStreamCreate(&s), "stream");
+  CHECK(pipecodec::cuda::check_device_arithmetic(scratch.p, need, s) == expected_arithmetic());
+  // The legacy default stream, and more scratch than needed.
+  CHECK(pipecodec::cuda::check_device_arithmetic(scratch.p, need + 16, nullptr) == expected_arithmetic());
+  CHECK(pipecodec::cuda::check_device_arithmetic(nullptr, need, s) == status::invalid_argument);
+  CHECK(pipecodec::cuda::check_device_arithmetic(scratch.p, need - 1, s) == status::invalid_argument);
+  CHECK(pipecodec::cuda::check_device_arithmetic(static_cast<uint8_t*>(scratch.p) + 8, need, s) == status::misaligned);
+  testg::check_cuda(cudaStreamDestroy(s), "stream");
+}
+
+TEST_CASE("device arithmetic check: CUDA endpoints' init runs it") {
+  const policy p = policy_of("fwd=quant:bits=4,group=64; bwd=topk:ratio=0.1");
+  pipecodec::cuda::endpoint_options o;
+  o.max_shape = shape(4, 128);
+  for (direction d : {direction::fwd, direction::bwd}) {
+    pipecodec::cuda::sender_endpoint tx;
+    pipecodec::cuda::receiver_endpoint rx;
+    CHECK(tx.init(p, 0, d, o) == expected_arithmetic());
+    CHECK(rx.init(p, 0, d, o) == expected_arithmetic());
   }
 }

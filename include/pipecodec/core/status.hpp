@@ -61,7 +61,8 @@ inline const char* to_string(status s) {
     case status::cuda_error: return "CUDA runtime error";
     case status::out_of_memory: return "out of memory";
     case status::io_error: return "file I/O error";
-    case status::device_math_mismatch: return "device float arithmetic differs from the host's (--use_fast_math or -ftz=true?)";
+    case status::device_math_mismatch:
+      return "device float arithmetic differs from the host's (--use_fast_math or -ftz=true?)";
   }
   return "unknown status";
 }
