@@ -75,7 +75,7 @@ TEST_CASE("CUDA AQ-SGD: host and CUDA sides stay bit-equal (device and pinned st
                           "quant:bits=2,group=row,outliers=3,round=stochastic"};
   for (const char* text : codecs)
     for (dtype t : dtypes)
-      for (bool pinned : {false, true}) check_aqsgd(text, t, pinned, testg::quick() ? 4 : 14);
+      for (bool pinned : {false, true}) check_aqsgd(text, t, pinned, testg::thin() ? 3 : testg::quick() ? 4 : 14);
 }
 
 TEST_CASE("CUDA AQ-SGD: every bit width and rounding, resident and tiled groups, outlier keeping") {

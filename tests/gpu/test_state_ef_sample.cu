@@ -69,7 +69,7 @@ void check_ef_sample(const char* text, dtype t, bool pinned, uint64_t steps) {
 TEST_CASE("CUDA per-sample EF: payloads, table and residuals equal the host's (device and pinned stores)") {
   for (const char* text : state_specs)
     for (dtype t : dtypes)
-      for (bool pinned : {false, true}) check_ef_sample(text, t, pinned, testg::quick() ? 4 : 12);
+      for (bool pinned : {false, true}) check_ef_sample(text, t, pinned, testg::thin() ? 3 : testg::quick() ? 4 : 12);
 }
 
 TEST_CASE("CUDA per-sample EF: every bit width and rounding, resident and tiled groups, outlier keeping") {

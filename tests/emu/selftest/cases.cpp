@@ -84,6 +84,16 @@ outcome global_oob(bool broken) {
   return compare(out.get(), [](uint32_t i) { return i == threads - 1 ? 1u : 0u; });
 }
 
+outcome misaligned_vector(bool broken) {
+  const uint32_t offset = broken ? 1 : 4;
+  words in(threads * 4 + 4), out(threads);
+  std::vector<uint32_t> x(in.n);
+  for (uint32_t i = 0; i < in.n; ++i) x[i] = i;
+  cudaMemcpy(in.p, x.data(), in.n * sizeof(uint32_t), cudaMemcpyHostToDevice);
+  launch<vector_load_kernel>(1, threads, 0, nullptr, in.p, offset, out.p);
+  return compare(out.get(), [offset](uint32_t i) { return 4 * (offset + 4 * i) + 6; });
+}
+
 outcome shared_oob(bool broken) {
   words out(threads);
   launch<shared_write_kernel>(1, threads, 0, nullptr, out.p, broken ? threads : threads - 1);
@@ -206,6 +216,8 @@ const std::vector<test_case>& cases() {
        global_oob},
       {"shared-oob-write", "writes one word past the end of a __shared__ array", asan, "heap-buffer-overflow",
        shared_oob},
+      {"misaligned-vector-load", "loads a uint4 from an address 4 bytes past 16-byte alignment", ubsan,
+       "misaligned address", misaligned_vector},
       {"unordered-streams", "a kernel on a non-blocking stream reads what a legacy-stream cudaMemset writes",
        results | tsan, "", unordered_streams},
       {"barrier-divergence", "half the block at one __syncthreads, half at another", emulator, "barrier divergence",

@@ -15,6 +15,7 @@ enum detector : unsigned {
   api = 4,       // a CUDA call returns the error a GPU gives (exit 5, "api-error <name>")
   tsan = 8,      // ThreadSanitizer reports a data race (its build)
   asan = 16,     // AddressSanitizer reports the access (its build)
+  ubsan = 32,    // UndefinedBehaviorSanitizer reports it (the AddressSanitizer build has it too)
 };
 
 // What a child run found.

@@ -41,6 +41,13 @@ __global__ void exited_lane_kernel(uint32_t* out) {
   out[threadIdx.x] = __shfl_sync(mask, threadIdx.x * 3, int(src));
 }
 
+// Each thread loads 16 bytes as one uint4 from `in + offset` words and stores their sum: an
+// offset that is not a multiple of 4 words is an address a GPU faults on (misaligned).
+__global__ void vector_load_kernel(const uint32_t* in, uint32_t offset, uint32_t* out) {
+  const uint4 v = reinterpret_cast<const uint4*>(in + offset)[threadIdx.x];
+  out[threadIdx.x] = v.x + v.y + v.z + v.w;
+}
+
 // Writes word `at` of a device buffer (its length: one past its end).
 __global__ void global_write_kernel(uint32_t* out, uint32_t at) {
   if (threadIdx.x == 0) out[at] = 1;

@@ -93,6 +93,9 @@ extern PIPECODEC_EMU_TLS block_run* tl_run;  // the block this host thread runs,
 // The block of the calling emulated thread; a fault naming `what` outside a kernel.
 block_run& current_block(const char* what, const char* file, int line);
 
+// Memory traffic counting (traffic.cpp): the calling host thread finished block b.
+void traffic_block_end(const block_run& b);
+
 const char* collective_name(collective c);
 bool same_site(const char* fa, int la, const char* fb, int lb);
 void set_runnable(block_run& b, const emu_thread& t);

@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace pipecodec_emu::detail {
 
@@ -38,6 +40,13 @@ cudaError_t validate_launch(const kernel_launch& k);
 
 // Counts a grid that ran, for PIPECODEC_EMU_STATS.
 void count_launch(const kernel_launch& k);
+
+// [begin, end) of every device and pinned allocation, sorted.
+std::vector<std::pair<uintptr_t, uintptr_t>> memory_ranges();
+// Memory traffic counting (traffic.cpp): a grid starts (on the host thread that runs it); an
+// access of `bytes` at p by the code at `site`.
+void traffic_grid_begin(const kernel_launch& k);
+void traffic_record(const void* p, uint32_t bytes, bool write, const void* site);
 
 // Runs every block of a grid on the worker threads and returns when all have finished.
 // sync_start / sync_done: the happens-before objects (ThreadSanitizer) the grid's threads

@@ -131,6 +131,14 @@ cudaError_t set(void* dst, int value, size_t bytes, cudaStream_t handle, bool as
 
 }  // namespace
 
+std::vector<std::pair<uintptr_t, uintptr_t>> memory_ranges() {
+  std::lock_guard<std::recursive_mutex> lock(api_lock());
+  std::vector<std::pair<uintptr_t, uintptr_t>> out;
+  for (const auto& [start, a] : allocations())
+    if (a.where != space::pageable) out.emplace_back(start, start + a.bytes);
+  return out;
+}
+
 }  // namespace pipecodec_emu::detail
 
 using namespace pipecodec_emu::detail;

@@ -267,6 +267,7 @@ void run_block(block_run& b, const kernel_launch& k, uint32_t linear_block, void
   }
   b.cur = nullptr;
   tl_run = nullptr;
+  traffic_block_end(b);
   san::ignore_begin();
   for (shared_alloc& s : b.shared) std::free(s.p);
   std::free(b.dynamic);
@@ -420,6 +421,7 @@ const pending_collective* waiting_for(block_run& b, uint32_t warp, uint32_t lane
 void run_grid(const kernel_launch& k, void* sync_start, void* sync_done) {
   static uint64_t launches = 0;
   count_launch(k);
+  traffic_grid_begin(k);
   const uint32_t blocks = k.grid.x * k.grid.y * k.grid.z;
   std::vector<uint32_t> order(blocks);
   for (uint32_t i = 0; i < blocks; ++i) order[i] = i;

@@ -106,4 +106,20 @@ inline void* dynamic_shared() { return detail::dynamic_shared(); }
 // Each kernel instantiation of the program, as the compiler spells it, with its launches so
 // far (a graph's kernels count once, when captured), sorted by name.
 std::vector<std::pair<std::string, uint64_t>> kernel_launches();
+
+// Memory traffic of each kernel that ran while counting was on (src/traffic.cpp), in device and
+// pinned memory: the 32-byte sectors it read and wrote, each once per launch (what DRAM moves
+// when L2 keeps what a grid touched), the bytes its lanes asked for, and its requests (a
+// warp-level load or store) with the distinct sectors each touched and the fewest its
+// distinct bytes need; watched_read: the bytes of bytes_read inside the range count_traffic
+// watches (an input, to count how often a kernel reads it). Counted only where clang compiled
+// the kernels with -fsanitize-coverage=trace-loads,trace-stores (tools/kernel-traffic);
+// elsewhere nothing is.
+struct kernel_traffic {
+  std::string name;
+  uint64_t launches = 0, bytes_read = 0, bytes_written = 0, watched_read = 0, lane_bytes = 0;
+  uint64_t requests = 0, request_sectors = 0, ideal_sectors = 0;
+};
+void count_traffic(bool on, const void* watch = nullptr, size_t watch_bytes = 0);
+std::vector<kernel_traffic> take_traffic();  // and starts the totals again
 }  // namespace pipecodec_emu

@@ -1,0 +1,168 @@
+// Memory traffic of the CUDA codecs, measured on the emulated GPU (tools/kernel-traffic, docs/CUDA.md
+// "Memory traffic"): for each spec and operation, per kernel its launches, the bytes it read
+// and wrote in device memory (distinct 32-byte sectors), the bytes its lanes asked for, the
+// sectors per warp-level request and the coalescing (the fewest sectors the requests' bytes
+// need / the sectors they touched: 1 is perfect), how many times it read the operation's input
+// (the tensor for an encode, the payload for a decode), then the operation's total against
+// its floor (the input read once, the payload or output written once; the residual read and
+// written once for EF). CSV on stdout, one row per kernel and a "total" row per operation.
+//   kernel_traffic [ELEMENTS] [FILTER]   ELEMENTS (default 2^20) fp32 inputs, as 1024 rows
+//                                        (row-scoped specs) or one row; FILTER: specs containing it
+#include <cuda_runtime.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../../common/data.hpp"
+#include "pipecodec/pipecodec.cuh"
+
+using namespace pipecodec;
+
+namespace {
+
+struct device_bytes {
+  void* p = nullptr;
+  explicit device_bytes(size_t n) { cudaMalloc(&p, n == 0 ? 1 : n); }
+  ~device_bytes() { cudaFree(p); }
+  device_bytes(const device_bytes&) = delete;
+  device_bytes& operator=(const device_bytes&) = delete;
+};
+
+enum class op { encode, decode, ef_encode };
+const char* op_name(op o) { return o == op::encode ? "encode" : o == op::decode ? "decode" : "ef_encode"; }
+
+double ratio(uint64_t a, uint64_t b) { return b == 0 ? 0.0 : double(a) / double(b); }
+
+void print_row(op o, const char* text, const shape& shp, const pipecodec_emu::kernel_traffic& k, const char* floor,
+               uint64_t watched) {
+  std::printf("%s,\"%s\",f32,%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%.2f,%" PRIu64 ",%.2f,%.3f\n",
+              op_name(o), text, shp.size(), k.name.c_str(), k.launches, k.bytes_read, k.bytes_written, floor,
+              ratio(k.watched_read, watched), k.lane_bytes, ratio(k.request_sectors, k.requests),
+              ratio(k.ideal_sectors, k.request_sectors));
+}
+
+// Prints the kernels that ran since the last call and the operation's total against `floor`
+// bytes; false when nothing was counted (a build without clang's load/store instrumentation).
+bool report(op o, const char* text, const shape& shp, uint64_t floor, uint64_t watched) {
+  pipecodec_emu::kernel_traffic total;
+  total.name = "total";
+  for (const pipecodec_emu::kernel_traffic& k : pipecodec_emu::take_traffic()) {
+    print_row(o, text, shp, k, ",", watched);
+    total.launches += k.launches;
+    total.bytes_read += k.bytes_read;
+    total.bytes_written += k.bytes_written;
+    total.watched_read += k.watched_read;
+    total.lane_bytes += k.lane_bytes;
+    total.requests += k.requests;
+    total.request_sectors += k.request_sectors;
+    total.ideal_sectors += k.ideal_sectors;
+  }
+  const std::string f = std::to_string(floor) + "," + std::to_string(ratio(total.bytes_read + total.bytes_written, floor));
+  print_row(o, text, shp, total, f.c_str(), watched);
+  std::fflush(stdout);
+  return total.requests > 0;
+}
+
+bool check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "kernel_traffic: %s: %s\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+bool check(status s, const char* what, const char* text) {
+  if (ok(s)) return true;
+  std::fprintf(stderr, "kernel_traffic: %s of %s: %s\n", what, text, to_string(s));
+  return false;
+}
+
+// Encode and decode (and an EF step, for the codecs EF fuses) of one spec; false on an error.
+bool measure(const char* text, uint64_t n, bool& counted) {
+  spec s;
+  if (!check(parse_spec(text, s), "parse", text)) return false;
+  const bool rows = std::strstr(text, "scope=row") != nullptr || std::strstr(text, "group=row") != nullptr;
+  const shape shp = rows ? shape(1024, n / 1024) : shape(n);
+  const std::vector<uint8_t> x = testdata::as_bytes(testdata::uniform(shp.size(), 7), dtype::f32);
+  const size_t cap = encoded_bytes(s, shp), wsb = std::max(workspace_bytes(s, shp), cuda::ef_workspace_bytes(s, shp));
+  device_bytes in(x.size()), payload(cap), ws(wsb), out(shp.size() * 4), residual(shp.size() * 4);
+  if (!check(cudaMemcpy(in.p, x.data(), x.size(), cudaMemcpyHostToDevice), "copy in")) return false;
+  if (!check(cudaMemset(residual.p, 0, shp.size() * 4), "memset")) return false;
+  const const_tensor_view input{in.p, dtype::f32, shp};
+  size_t len = 0;
+
+  pipecodec_emu::count_traffic(true, in.p, x.size());
+  if (!check(cuda::encode(s, input, payload.p, cap, ws.p, wsb, randomness(5), nullptr, &len), "encode", text) ||
+      !check(cudaDeviceSynchronize(), "encode"))
+    return false;
+  counted = report(op::encode, text, shp, x.size() + len, x.size()) || counted;
+
+  pipecodec_emu::count_traffic(true, payload.p, len);
+
+  const tensor_view output{out.p, dtype::f32, shp};
+  const bool sparse = s.codec == codec_id::topk || s.codec == codec_id::randk;
+  if (!check(sparse ? cuda::decode_topk(payload.p, len, output, ws.p, wsb, nullptr, s.codec)
+                    : cuda::decode(payload.p, len, output, ws.p, wsb, nullptr),
+             "decode", text) ||
+      !check(cudaDeviceSynchronize(), "decode"))
+    return false;
+  report(op::decode, text, shp, len + shp.size() * 4, len);
+
+  if (s.codec == codec_id::quant) {
+    pipecodec_emu::count_traffic(true, in.p, x.size());
+    if (!check(cuda::ef_encode(s, input, tensor_view{residual.p, dtype::f32, shp}, payload.p, cap, ws.p, wsb,
+                               randomness(5), nullptr, &len),
+               "ef_encode", text) ||
+        !check(cudaDeviceSynchronize(), "ef_encode"))
+      return false;
+    report(op::ef_encode, text, shp, x.size() + len + 2 * shp.size() * 4, x.size());
+  }
+  pipecodec_emu::count_traffic(false);
+  pipecodec_emu::take_traffic();  // what the frees and checks ran
+  return true;
+}
+
+const char* const specs[] = {
+    "quant:bits=8,group=128",
+    "quant:bits=4,group=128",
+    "quant:bits=2,group=128",
+    "quant:bits=4,group=128,round=stochastic",
+    "quant:bits=4,group=row",
+    "quant:bits=4,group=tensor",
+    "quant:bits=4,group=128,rotate=hadamard,rotate_block=256",
+    "quant:bits=4,group=128,outliers=2",
+    "fp8:format=e4m3",
+    "mx:format=fp4_e2m1",
+    "plain:dtype=bf16",
+    "topk:ratio=0.01,scope=tensor",
+    "topk:ratio=0.1,scope=tensor",
+    "topk:ratio=0.01,scope=row",
+    "topk:ratio=0.1,scope=row,values=quant,bits=4",
+    "randk:ratio=0.1,scope=tensor",
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : uint64_t(1) << 20;
+  const char* filter = argc > 2 ? argv[2] : "";
+  if (n < 1024 || n % 1024 != 0) {
+    std::fprintf(stderr, "usage: kernel_traffic [ELEMENTS (a multiple of 1024)] [FILTER]\n");
+    return 2;
+  }
+  std::printf("op,spec,dtype,elements,kernel,launches,bytes_read,bytes_written,floor_bytes,ratio_to_floor,input_reads,"
+              "lane_bytes,sectors_per_request,coalescing\n");
+  bool counted = false;
+  for (const char* text : specs) {
+    if (std::strstr(text, filter) == nullptr) continue;
+    std::fprintf(stderr, "kernel_traffic: %s\n", text);
+    if (!measure(text, n, counted)) return 1;
+  }
+  if (!counted) {
+    std::fprintf(stderr, "kernel_traffic: no access was counted: build it with clang (tools/kernel-traffic)\n");
+    return 77;
+  }
+  return 0;
+}
