@@ -1,11 +1,13 @@
-// Memory traffic per kernel (pipecodec_emu::count_traffic, docs/CUDA.md "Memory traffic"). In a
-// program whose kernel code clang compiled with -fsanitize-coverage=trace-loads,trace-stores,
-// every load and store calls a hook (tests/emu/traffic/hooks.cpp) that records it here. An access by an emulated thread to device
-// or pinned memory counts for its kernel: bytes read and written, and the 32-byte sectors each
-// warp-level memory instruction touches. The emulator runs a warp's lanes one after another, so
-// an instruction is the same access site (the hook's return address) reached for the n-th time
-// by each lane of one warp; its distinct sectors are what a GPU's memory system would move.
-// Atomics and aggregate copies the compiler turns into memcpy are not seen.
+// Memory traffic per kernel (pipecodec_emu::count_traffic; docs/CUDA.md, "Memory traffic per
+// kernel"). In a program whose kernel code clang compiled with
+// -fsanitize-coverage=trace-loads,trace-stores, every load and store calls a hook
+// (tests/emu/traffic/hooks.cpp) that records it here. An access by an emulated thread to
+// device or pinned memory counts for its kernel: the 32-byte sectors each launch read and
+// wrote, and per warp-level request the distinct sectors its lanes touched. The emulator runs
+// a warp's lanes one after another, so a request is the same access site (the hook's return
+// address) reached for the n-th time by each lane of one warp. Atomics and aggregate copies
+// the compiler turns into memcpy are not seen. Counting assumes one host thread launches
+// kernels (the grids' blocks may run on several).
 #include <algorithm>
 #include <atomic>
 #include <map>

@@ -1,5 +1,5 @@
-// Memory traffic of the CUDA codecs, measured on the emulated GPU (tools/kernel-traffic, docs/CUDA.md
-// "Memory traffic"): for each spec and operation, per kernel its launches, the bytes it read
+// Memory traffic of the CUDA codecs, measured on the emulated GPU (tools/kernel-traffic;
+// docs/CUDA.md, "Memory traffic per kernel"): for each spec and operation, per kernel its launches, the bytes it read
 // and wrote in device memory (distinct 32-byte sectors), the bytes its lanes asked for, the
 // sectors per warp-level request and the coalescing (the fewest sectors the requests' bytes
 // need / the sectors they touched: 1 is perfect), how many times it read the operation's input
