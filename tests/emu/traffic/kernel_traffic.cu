@@ -5,7 +5,8 @@
 // need / the sectors they touched: 1 is perfect), how many times it read the operation's input
 // (the tensor for an encode, the payload for a decode), then the operation's total against
 // its floor (the input read once, the payload or output written once; the residual read and
-// written once for EF). CSV on stdout, one row per kernel and a "total" row per operation.
+// written once for EF). Then the state schemes' steady step (EF21, AQ-SGD, per-sample EF) for a
+// fused and a non-fused codec. CSV on stdout, one row per kernel and a "total" row per operation.
 //   kernel_traffic [ELEMENTS] [FILTER]   ELEMENTS (default 2^20) fp32 inputs, as 1024 rows
 //                                        (row-scoped specs) or one row; FILTER: specs containing it
 #include <cuda_runtime.h>
@@ -32,8 +33,12 @@ struct device_bytes {
   device_bytes& operator=(const device_bytes&) = delete;
 };
 
-enum class op { encode, decode, ef_encode };
-const char* op_name(op o) { return o == op::encode ? "encode" : o == op::decode ? "decode" : "ef_encode"; }
+enum class op { encode, decode, ef_encode, ef21_encode, ef21_decode, aqsgd_encode, aqsgd_decode, ef_sample_encode };
+const char* op_name(op o) {
+  static const char* const names[] = {"encode",       "decode",       "ef_encode",   "ef21_encode",
+                                      "ef21_decode",  "aqsgd_encode", "aqsgd_decode", "ef_sample_encode"};
+  return names[int(o)];
+}
 
 double ratio(uint64_t a, uint64_t b) { return b == 0 ? 0.0 : double(a) / double(b); }
 
@@ -45,11 +50,12 @@ void print_row(op o, const char* text, const shape& shp, const pipecodec_emu::ke
               ratio(k.ideal_sectors, k.request_sectors));
 }
 
-// Prints the kernels that ran since the last call and the operation's total against `floor`
-// bytes; false when nothing was counted (a build without clang's load/store instrumentation).
+// Stops counting and prints the kernels that ran since counting started and the operation's
+// total against `floor` bytes; false when nothing was counted (a build without clang's load/store instrumentation).
 bool report(op o, const char* text, const shape& shp, uint64_t floor, uint64_t watched) {
   pipecodec_emu::kernel_traffic total;
   total.name = "total";
+  pipecodec_emu::count_traffic(false);
   for (const pipecodec_emu::kernel_traffic& k : pipecodec_emu::take_traffic()) {
     print_row(o, text, shp, k, ",", watched);
     total.launches += k.launches;
@@ -119,8 +125,73 @@ bool measure(const char* text, uint64_t n, bool& counted) {
       return false;
     report(op::ef_encode, text, shp, x.size() + len + 2 * shp.size() * 4, x.size());
   }
-  pipecodec_emu::count_traffic(false);
-  pipecodec_emu::take_traffic();  // what the frees and checks ran
+  return true;
+}
+
+// The state schemes' steady step with codec `text`: EF21's sender and receiver (fp32 g), and the
+// second batch of the same 1024 samples through AQ-SGD's sender and receiver and per-sample EF
+// (a store of `store` dtype in device memory), the first batch having filled the stores. Floors:
+// the batch (or payload) read once, the state read and written once, the payload written once.
+bool measure_states(const char* text, uint64_t n, dtype store) {
+  spec s;
+  if (!check(parse_spec(text, s), "parse", text)) return false;
+  const shape shp(1024, n / 1024);
+  const uint64_t state_bytes = shp.size() * dtype_bytes(store);
+  const std::vector<uint8_t> x = testdata::as_bytes(testdata::uniform(shp.size(), 9), dtype::f32);
+  device_bytes in(x.size());
+  if (!check(cudaMemcpy(in.p, x.data(), x.size(), cudaMemcpyHostToDevice), "copy in")) return false;
+  const const_tensor_view batch{in.p, dtype::f32, shp};
+  const std::string label = std::string(text) + (store == dtype::f16 ? " (fp16 state)" : "");
+  size_t len = 0;
+  if (store == dtype::f32) {
+    cuda::ef21_state tx, rx;
+    if (!check(tx.init(s, shp, store, nullptr), "ef21 init", text) || !check(rx.init(s, shp, store, nullptr), "ef21 init", text))
+      return false;
+    device_bytes payload(tx.payload_bytes());
+    pipecodec_emu::count_traffic(true, in.p, x.size());
+    if (!check(tx.encode(batch, payload.p, tx.payload_bytes(), randomness(3), nullptr, &len), "ef21 encode", text) ||
+        !check(cudaDeviceSynchronize(), "ef21 encode"))
+      return false;
+    report(op::ef21_encode, label.c_str(), shp, x.size() + 2 * state_bytes + len, x.size());
+    pipecodec_emu::count_traffic(true, payload.p, len);
+    if (!check(rx.decode(payload.p, len, tensor_view{}, nullptr), "ef21 decode", text) ||
+        !check(cudaDeviceSynchronize(), "ef21 decode"))
+      return false;
+    report(op::ef21_decode, label.c_str(), shp, len + 2 * state_bytes, len);
+  }
+  aqsgd_config c;
+  c.codec = s;
+  c.cols = shp.cols;
+  c.state_type = store;
+  c.capacity = shp.rows;
+  std::vector<uint64_t> ids(shp.rows);
+  for (uint64_t i = 0; i < ids.size(); ++i) ids[i] = 1000 + i;
+  cuda::aqsgd_state tx, rx;
+  cuda::ef_sample_state ef;
+  if (!check(tx.init(c, shp.rows, false, nullptr), "aqsgd init", text) ||
+      !check(rx.init(c, shp.rows, false, nullptr), "aqsgd init", text) ||
+      !check(ef.init(c, shp.rows, false, nullptr), "ef_sample init", text))
+    return false;
+  device_bytes message(tx.message_bytes()), payload(ef.payload_bytes());
+  for (int step = 0; step < 2; ++step) {
+    if (step == 1) pipecodec_emu::count_traffic(true, in.p, x.size());
+    if (!check(tx.encode(ids.data(), batch, false, message.p, tx.message_bytes(), 7, nullptr, &len), "aqsgd encode",
+               text) ||
+        !check(cudaDeviceSynchronize(), "aqsgd encode"))
+      return false;
+    if (step == 1) report(op::aqsgd_encode, label.c_str(), shp, x.size() + 2 * state_bytes + len, x.size());
+    if (step == 1) pipecodec_emu::count_traffic(true, message.p, len);
+    if (!check(rx.decode(message.p, len, ids.data(), shp.rows, false, tensor_view{}, nullptr), "aqsgd decode", text) ||
+        !check(cudaDeviceSynchronize(), "aqsgd decode") || !check(rx.commit(), "aqsgd commit", text))
+      return false;
+    if (step == 1) report(op::aqsgd_decode, label.c_str(), shp, len + 2 * state_bytes, len);
+    if (step == 1) pipecodec_emu::count_traffic(true, in.p, x.size());
+    if (!check(ef.encode(ids.data(), batch, payload.p, ef.payload_bytes(), 7, nullptr, &len), "ef_sample encode",
+               text) ||
+        !check(cudaDeviceSynchronize(), "ef_sample encode"))
+      return false;
+    if (step == 1) report(op::ef_sample_encode, label.c_str(), shp, x.size() + 2 * state_bytes + len, x.size());
+  }
   return true;
 }
 
@@ -143,6 +214,9 @@ const char* const specs[] = {
     "randk:ratio=0.1,scope=tensor",
 };
 
+// Codecs of the state schemes' rows: fused (quantization) and not (TopK).
+const char* const state_specs[] = {"quant:bits=4,group=128", "topk:ratio=0.1,scope=row"};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,6 +233,13 @@ int main(int argc, char** argv) {
     if (std::strstr(text, filter) == nullptr) continue;
     std::fprintf(stderr, "kernel_traffic: %s\n", text);
     if (!measure(text, n, counted)) return 1;
+  }
+  for (const char* text : state_specs) {
+    if (std::strstr(text, filter) == nullptr) continue;
+    std::fprintf(stderr, "kernel_traffic: state schemes, %s\n", text);
+    // fp16 stores with the fused codec only: the non-fused path's scratch is fp32 either way.
+    for (dtype store : {dtype::f32, dtype::f16})
+      if ((store == dtype::f32 || std::strncmp(text, "quant:", 6) == 0) && !measure_states(text, n, store)) return 1;
   }
   if (!counted) {
     std::fprintf(stderr, "kernel_traffic: no access was counted: build it with clang (tools/kernel-traffic)\n");
