@@ -1,12 +1,13 @@
 // Memory traffic of the CUDA codecs, measured on the emulated GPU (tools/kernel-traffic;
-// docs/CUDA.md, "Memory traffic per kernel"): for each spec and operation, per kernel its launches, the bytes it read
-// and wrote in device memory (distinct 32-byte sectors), the bytes its lanes asked for, the
-// sectors per warp-level request and the coalescing (the fewest sectors the requests' bytes
-// need / the sectors they touched: 1 is perfect), how many times it read the operation's input
-// (the tensor for an encode, the payload for a decode), then the operation's total against
-// its floor (the input read once, the payload or output written once; the residual read and
-// written once for EF). Then the state schemes' steady step (EF21, AQ-SGD, per-sample EF) for a
-// fused and a non-fused codec. CSV on stdout, one row per kernel and a "total" row per operation.
+// docs/CUDA.md, "Memory traffic per kernel"): for each spec and operation, per kernel its
+// launches, the bytes it read and wrote in device memory (distinct 32-byte sectors), how many
+// times it read the operation's input (the tensor for an encode, the payload for a decode),
+// the bytes its lanes asked for, the sectors per warp-level request and the coalescing (the
+// fewest sectors the requests' bytes need / the sectors they touched: 1 is perfect); then the
+// operation's total against its floor (the input read once, the payload or output written
+// once; the residual read and written once for EF). Then the state schemes' steady step (EF21,
+// AQ-SGD, per-sample EF) for a fused and a non-fused codec. CSV on stdout, one row per kernel
+// and a "total" row per operation.
 //   kernel_traffic [ELEMENTS] [FILTER]   ELEMENTS (default 2^20) fp32 inputs, as 1024 rows
 //                                        (row-scoped specs) or one row; FILTER: specs containing it
 #include <cuda_runtime.h>
@@ -51,7 +52,8 @@ void print_row(op o, const char* text, const shape& shp, const pipecodec_emu::ke
 }
 
 // Stops counting and prints the kernels that ran since counting started and the operation's
-// total against `floor` bytes; false when nothing was counted (a build without clang's load/store instrumentation).
+// total against `floor` bytes; false when nothing was counted (a build without clang's
+// load/store instrumentation).
 bool report(op o, const char* text, const shape& shp, uint64_t floor, uint64_t watched) {
   pipecodec_emu::kernel_traffic total;
   total.name = "total";
@@ -67,7 +69,8 @@ bool report(op o, const char* text, const shape& shp, uint64_t floor, uint64_t w
     total.request_sectors += k.request_sectors;
     total.ideal_sectors += k.ideal_sectors;
   }
-  const std::string f = std::to_string(floor) + "," + std::to_string(ratio(total.bytes_read + total.bytes_written, floor));
+  const std::string f =
+      std::to_string(floor) + "," + std::to_string(ratio(total.bytes_read + total.bytes_written, floor));
   print_row(o, text, shp, total, f.c_str(), watched);
   std::fflush(stdout);
   return total.requests > 0;
@@ -83,6 +86,14 @@ bool check(status s, const char* what, const char* text) {
   if (ok(s)) return true;
   std::fprintf(stderr, "kernel_traffic: %s of %s: %s\n", what, text, to_string(s));
   return false;
+}
+
+// The device's verdict on a decode (its workspace), after the stream has run: a rejected
+// payload would measure the wrong path.
+bool device_ok(const void* workspace, const char* what, const char* text) {
+  status verdict = status::cuda_error;
+  return check(cuda::read_status(workspace, &verdict, nullptr), what, text) &&
+         check(cudaDeviceSynchronize(), what) && check(verdict, what, text);
 }
 
 // Encode and decode (and an EF step, for the codecs EF fuses) of one spec; false on an error.
@@ -112,7 +123,7 @@ bool measure(const char* text, uint64_t n, bool& counted) {
   if (!check(sparse ? cuda::decode_topk(payload.p, len, output, ws.p, wsb, nullptr, s.codec)
                     : cuda::decode(payload.p, len, output, ws.p, wsb, nullptr),
              "decode", text) ||
-      !check(cudaDeviceSynchronize(), "decode"))
+      !check(cudaDeviceSynchronize(), "decode") || !device_ok(ws.p, "decode", text))
     return false;
   report(op::decode, text, shp, len + shp.size() * 4, len);
 
@@ -145,7 +156,8 @@ bool measure_states(const char* text, uint64_t n, dtype store) {
   size_t len = 0;
   if (store == dtype::f32) {
     cuda::ef21_state tx, rx;
-    if (!check(tx.init(s, shp, store, nullptr), "ef21 init", text) || !check(rx.init(s, shp, store, nullptr), "ef21 init", text))
+    if (!check(tx.init(s, shp, store, nullptr), "ef21 init", text) ||
+        !check(rx.init(s, shp, store, nullptr), "ef21 init", text))
       return false;
     device_bytes payload(tx.payload_bytes());
     pipecodec_emu::count_traffic(true, in.p, x.size());
@@ -155,7 +167,7 @@ bool measure_states(const char* text, uint64_t n, dtype store) {
     report(op::ef21_encode, label.c_str(), shp, x.size() + 2 * state_bytes + len, x.size());
     pipecodec_emu::count_traffic(true, payload.p, len);
     if (!check(rx.decode(payload.p, len, tensor_view{}, nullptr), "ef21 decode", text) ||
-        !check(cudaDeviceSynchronize(), "ef21 decode"))
+        !check(cudaDeviceSynchronize(), "ef21 decode") || !device_ok(rx.workspace(), "ef21 decode", text))
       return false;
     report(op::ef21_decode, label.c_str(), shp, len + 2 * state_bytes, len);
   }
@@ -182,7 +194,8 @@ bool measure_states(const char* text, uint64_t n, dtype store) {
     if (step == 1) report(op::aqsgd_encode, label.c_str(), shp, x.size() + 2 * state_bytes + len, x.size());
     if (step == 1) pipecodec_emu::count_traffic(true, message.p, len);
     if (!check(rx.decode(message.p, len, ids.data(), shp.rows, false, tensor_view{}, nullptr), "aqsgd decode", text) ||
-        !check(cudaDeviceSynchronize(), "aqsgd decode") || !check(rx.commit(), "aqsgd commit", text))
+        !check(cudaDeviceSynchronize(), "aqsgd decode") || !device_ok(rx.workspace(), "aqsgd decode", text) ||
+        !check(rx.commit(), "aqsgd commit", text))
       return false;
     if (step == 1) report(op::aqsgd_decode, label.c_str(), shp, len + 2 * state_bytes, len);
     if (step == 1) pipecodec_emu::count_traffic(true, in.p, x.size());
