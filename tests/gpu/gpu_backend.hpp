@@ -15,8 +15,8 @@ namespace testg {
 
 using namespace pipecodec;
 
-// PIPECODEC_GPU_QUICK=1: a reduced suite for compute-sanitizer runs (and the AddressSanitizer
-// build of the emulation's second schedule). PIPECODEC_GPU_QUICK=2, for the ThreadSanitizer
+// PIPECODEC_GPU_QUICK=1: a reduced suite for compute-sanitizer runs (tools/gpu-check).
+// PIPECODEC_GPU_QUICK=2, for the ThreadSanitizer
 // build, where an emulated element costs ~25x more: the reduced suite with its costliest cases
 // thinned to their smaller shapes and fewer steps, still launching the same kernels.
 inline char quick_level() {
