@@ -4,6 +4,7 @@
 // and a rejected decode must leave its output untouched, accumulating or not.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -102,8 +103,11 @@ TEST_CASE("every single-byte change of every golden payload decodes or is reject
         }
         if (is_quant) {  // an accepted quant payload never decodes to a non-finite value
           std::vector<float> out(c.shp.size());
-          if (ok(host::decode(bad.data(), bad.size(), tensor_view{out.data(), dtype::f32, c.shp})))
-            for (float x : out) REQUIRE(std::isfinite(x));
+          // One check per payload, not per element: 30 million doctest assertions cost most
+          // of this test's time, under the sanitizers too.
+          if (ok(host::decode(bad.data(), bad.size(), tensor_view{out.data(), dtype::f32, c.shp})) &&
+              !std::all_of(out.begin(), out.end(), [](float x) { return std::isfinite(x); }))
+            FAIL_CHECK("byte " << i << " = " << int(v) << ": accepted quant decode has a non-finite value");
         }
       }
     }
