@@ -30,9 +30,8 @@ def quick_run(program, *args):
     return float(found[1])
 
 
-@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
-def test_plain(schedule):
-    assert quick_run("plain.py", "--schedule", schedule) > 0.6
+def test_plain():  # (1F1B: the compressed run below and python/tests/test_pipecodec_torch.py)
+    assert quick_run("plain.py") > 0.6
 
 
 # The floors leave about 0.1 below what the development machine measured: plain 0.695 (both
