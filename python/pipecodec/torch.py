@@ -167,10 +167,6 @@ class WireError(ValueError):
     given different steps)."""
 
 
-def _wire_bytes(payload_bytes: int, max_samples: int) -> int:
-    return 4 * math.ceil((8 * (_HEADER + max_samples) + payload_bytes) / 4)
-
-
 class _Wire:
     """One boundary's wire format, the same on its two ends."""
 
@@ -184,7 +180,8 @@ class _Wire:
         self.fwd = fwd_end(policy, index, "fwd", max_shape, dtype, store)
         self.bwd = bwd_end(policy, index, "bwd", max_shape, dtype, store)
         self.dtype = dtype
-        self.nbytes = _wire_bytes(max(self.fwd.encoded_bytes, self.bwd.encoded_bytes), self.shape[0])
+        self.start = 8 * (_HEADER + self.shape[0])  # the payload's offset: after the header and ids
+        self.nbytes = 4 * math.ceil((self.start + max(self.fwd.encoded_bytes, self.bwd.encoded_bytes)) / 4)
 
     def empty(self) -> torch.Tensor:
         return torch.zeros(self.nbytes // 4, dtype=torch.float32)
@@ -202,8 +199,7 @@ class _Wire:
         """Encodes x with `end` into a new wire; returns (wire as float32, payload view)."""
         wire = torch.zeros(self.nbytes, dtype=torch.uint8)
         n_ids = 0 if ids is None else ids.numel()
-        start = 8 * (_HEADER + self.shape[0])
-        payload = end.encode(x, **at, sample_ids=self.row_ids(ids), mask=mask, out=wire[start:])
+        payload = end.encode(x, **at, sample_ids=self.row_ids(ids), mask=mask, out=wire[self.start:])
         wire[:8 * _HEADER].view(torch.int64).copy_(torch.tensor(
             [_MAGIC, payload.numel(), x.shape[0], n_ids, at["step"], at["epoch"], at["seed"], int(at["training"])]))
         if ids is not None:
@@ -217,15 +213,14 @@ class _Wire:
         if w.numel() != self.nbytes:
             raise WireError(f"wire of {w.numel()} bytes, expected {self.nbytes}")
         magic, used, n, n_ids, step, epoch, seed, training = w[:8 * _HEADER].view(torch.int64).tolist()
-        start = 8 * (_HEADER + self.shape[0])
-        if magic != _MAGIC or not 0 < used <= self.nbytes - start or not 0 < n <= self.shape[0] or n_ids not in (0, n):
+        if magic != _MAGIC or not 0 < used <= self.nbytes - self.start or not 0 < n <= self.shape[0] or n_ids not in (0, n):
             raise WireError(f"bad wire header (magic {magic:#x}, {used} payload bytes, {n} samples, {n_ids} ids)")
         if (step, epoch, bool(training)) != (at["step"], at["epoch"], at["training"]):
             raise WireError(f"wire of step {step} epoch {epoch} training {bool(training)} reached an end at "
                             f"step {at['step']} epoch {at['epoch']} training {at['training']}: call set_step "
                             "with the same arguments on every stage")
         ids = w[8 * _HEADER:8 * (_HEADER + n_ids)].view(torch.int64).clone() if n_ids else None
-        return w[start:start + used], n, ids, seed
+        return w[self.start:self.start + used], n, ids, seed
 
 
 class _SendActivation(torch.autograd.Function):
