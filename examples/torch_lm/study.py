@@ -14,6 +14,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+from verdicts import interval, verdict  # noqa: E402  (the MLP study's statistics)
 
 # name: policy (docs/POLICY.md). Fine-tuning compresses from its first step: the model is
 # pre-trained; AQ-SGD still sends a sample's first visit whole.
@@ -36,7 +38,8 @@ MARGIN = 0.02  # nats of validation loss: "equal" means within this (about 2 % o
 #   worse: A's loss higher (reproduced if the interval is above 0, refuted if below 0);
 #   better: the other way round; equal: |d| <= MARGIN (reproduced if the interval lies within
 #   +-MARGIN, refuted if wholly outside); not_better: reproduced if the interval's bottom is at
-#   least -MARGIN, refuted if its top is below -MARGIN; otherwise not distinguishable from noise.
+#   least -MARGIN, refuted if its top is below -MARGIN; otherwise not distinguishable from noise
+#   (tools/verdicts.py, on B - A).
 FINDINGS = [
     ("8-bit activations and gradients cost nothing", "equal", "q8", "fp32"),
     ("4-bit activations and gradients cost nothing", "equal", "q4", "fp32"),
@@ -49,27 +52,6 @@ FINDINGS = [
     ("TopK 10 % (shared-mask gradients) hurts", "worse", "topk10", "fp32"),
     ("EF does not beat plain TopK 10 %", "not_better", "topk10-ef", "topk10"),
 ]
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
-
-
-def interval(values):
-    """Mean and half-width of the 95 % t-interval (nan half-width for one value)."""
-    m = statistics.fmean(values)
-    if len(values) < 2:
-        return m, math.nan
-    return m, T95.get(len(values) - 1, 1.96) * statistics.stdev(values) / math.sqrt(len(values))
-
-
-def verdict(kind, lo, hi):
-    if math.isnan(lo):
-        return "not distinguishable from noise"
-    reproduced, refuted = {
-        "worse": (lo > 0, hi < 0), "better": (hi < 0, lo > 0),
-        "equal": (-MARGIN <= lo and hi <= MARGIN, hi < -MARGIN or lo > MARGIN),
-        "not_better": (lo >= -MARGIN, hi < -MARGIN)}[kind]
-    return "reproduced" if reproduced else "refuted" if refuted else "not distinguishable from noise"
-
-
 def rows_table(runs, seeds):
     """Per row with runs: (row, policy, seeds, mean loss, half-width, pipeline-inference loss,
     payload bytes over fp32 bytes, both directions)."""
@@ -77,7 +59,7 @@ def rows_table(runs, seeds):
     for row, policy in ROWS.items():
         rs = [runs[row, s] for s in seeds if (row, s) in runs]
         if rs:
-            m, h = interval([r["val_loss"] for r in rs])
+            m, _, h = interval([r["val_loss"] for r in rs])
             table.append((row, policy, len(rs), m, h, statistics.fmean(r["val_loss_pipeline_inference"] for r in rs),
                           statistics.fmean((r["fwd_bytes_per_step"] + r["bwd_bytes_per_step"]) /
                                            (2 * r["fp32_bytes_per_step"]) for r in rs)))
@@ -115,9 +97,10 @@ def summarize(runs, seeds):
         d = [runs[a, s]["val_loss"] - runs[b, s]["val_loss"] for s in seeds if (a, s) in runs and (b, s) in runs]
         if not d:
             continue
-        m, h = interval(d)
+        m, _, h = interval(d)
+        # Lower loss is better: the verdict reads the interval of B - A.
         lines.append(f"| {claim} [{kind}] | {a} | {b} | {m:+.4f} ({m - h:+.4f}, {m + h:+.4f}) | {len(d)} | "
-                     f"{verdict(kind, m - h, m + h)} |")
+                     f"{verdict(kind, -(m + h), -(m - h), MARGIN)} |")
     return "\n".join(lines) + "\n"
 
 
