@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(Threads)
 
 // Kept value e of a validated payload: raw, or dequantized from its chunk's bit planes
 // exactly as the host's reader does.
-__device__ inline float kept_value(const topk_payload& tp, uint64_t e) {
+__device__ inline float kept_value(const topk_payload& tp, const quant_payload& qp, uint64_t e) {
   const uint8_t* vals = tp.bytes + tp.layout.values_offset;
   switch (tp.desc.values) {
     case value_kind::f32: return bit_cast<float>(get_u32(vals + 4 * e));
@@ -75,7 +75,6 @@ __device__ inline float kept_value(const topk_payload& tp, uint64_t e) {
     case value_kind::bf16: return bf16_to_f32(get_u16(vals + 2 * e));
     default: break;
   }
-  const quant_payload qp = values_as_quant(tp);
   const quant_layout& Q = qp.layout;
   const uint32_t bits = qp.q.bits;
   const uint64_t g = e / Q.group_len, off = e - g * Q.group_len;
@@ -96,8 +95,8 @@ __global__ void __launch_bounds__(block_threads) topk_zero_kernel(void* out, uin
 
 // out[pos] = (or +=) kept value e of a validated payload.
 template <dtype Out, bool Accumulate>
-__device__ __forceinline__ void put_kept(const topk_payload& tp, void* out, uint64_t pos, uint64_t e) {
-  const float v = kept_value(tp, e);
+__device__ __forceinline__ void put_kept(const topk_payload& tp, const quant_payload& qp, void* out, uint64_t pos, uint64_t e) {
+  const float v = kept_value(tp, qp, e);
   store<Out>(out, pos, Accumulate ? add_rn(load<Out>(out, pos), v) : v);
 }
 
@@ -119,8 +118,9 @@ __global__ void __launch_bounds__(topk_threads)
   }
   __syncthreads();
   const topk_layout& L = tp.layout;
+  const quant_payload qp = values_as_quant(tp);
   auto put = [&](uint64_t u, uint64_t j, uint64_t i) {
-    put_kept<Out, Accumulate>(tp, out, u * L.unit_len + i, u * L.k + j);
+    put_kept<Out, Accumulate>(tp, qp, out, u * L.unit_len + i, u * L.k + j);
   };
   if (has_index_section(tp.desc) || mask != nullptr) {
     for_each_position(mask != nullptr ? mp : tp, offsets, s, put);
@@ -182,9 +182,10 @@ __global__ void __launch_bounds__(topk_threads)
   const topk_layout& L = tp.layout;
   const uint64_t m = L.unit_len;
   const topk_threshold t = g->t;
+  const quant_payload qp = values_as_quant(tp);
   grid_compact_chunks(device_randk_keys{tp.desc, sample_ids_section(payload, tp.hdr), u, m}, m, t, offsets, s,
                       [&](uint64_t j, uint64_t i) {
-    put_kept<Out, Accumulate>(tp, out, u * m + i, u * L.k + j);
+    put_kept<Out, Accumulate>(tp, qp, out, u * m + i, u * L.k + j);
   });
 }
 
