@@ -294,11 +294,11 @@ inline status aqsgd_decode(const aqsgd_config& c, aqsgd_device_store& s, const u
                              uint8_t(c.warmup.codec));
     parts.s[0] = status_word(w.ws[0]);
   }
-  uint32_t cap = 0;
-  if (ok(st)) st = grid_cap(cap);
+  device_grid dg;
+  if (ok(st)) st = current_device(dg);
   if (ok(st) && len >= f.total_bytes && dr > 0) {
     if (fused) {
-      st = launch_validation(msg + f.delta_offset(), f.delta_bytes, shape(dr, c.cols), delta_area, cap,
+      st = launch_validation(msg + f.delta_offset(), f.delta_bytes, shape(dr, c.cols), delta_area, dg,
                              uint8_t(c.codec.codec), stream);
     } else {
       float* fd = w.f32 + wr * c.cols;
@@ -319,9 +319,9 @@ inline status aqsgd_decode(const aqsgd_config& c, aqsgd_device_store& s, const u
   if (ok(st))
     st = for_each(scratch_rows * c.cols, row_store{w.f32, mt, {c.cols, dsrc, dmrow}, o}, stream, accepted);
   if (ok(st) && fused && dr > 0) {
-    launch<aqsgd_delta_apply_kernel<block_threads>>(grid_for(dr * c.cols, 32 * block_warps, cap), block_threads, 0,
-                                                    stream, delta_area, accepted,
-                                                    delta_apply_sink{mt, {c.cols, dsrc + wr, dmrow + wr}, o});
+    launch_over<aqsgd_delta_apply_kernel<block_threads>>(dr * c.cols, 32 * block_warps, dg, block_threads, 0, stream,
+                                                         delta_area, accepted,
+                                                         delta_apply_sink{mt, {c.cols, dsrc + wr, dmrow + wr}, o});
     st = last_launch_status();
   }
   if (ok(st) && s.pinned())

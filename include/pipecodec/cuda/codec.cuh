@@ -82,12 +82,12 @@ namespace detail {
 // The device validation of a quant, plain, fp8, mx or lowrank payload of shape `shp` into the status area at
 // `area` (the aligned start of a workspace of at least workspace_status_bytes): verdict, and
 // the parsed payload when accepted. Kernels that then read the payload run after it.
-inline status launch_validation(const void* payload, size_t len, const shape& shp, uint8_t* area, uint32_t cap,
-                                uint8_t expect, cudaStream_t stream) {
+inline status launch_validation(const void* payload, size_t len, const shape& shp, uint8_t* area,
+                                const device_grid& dg, uint8_t expect, cudaStream_t stream) {
   if (cudaMemsetAsync(area, 0, sizeof(status_area), stream) != cudaSuccess) return status::cuda_error;
   // Groups (validation) are at most n.
-  launch<validate_kernel<block_threads>>(grid_for(shp.size(), block_threads, cap), block_threads, 0, stream,
-                                         static_cast<const uint8_t*>(payload), len, shp, area);
+  launch_over<validate_kernel<block_threads>>(shp.size(), block_threads, dg, block_threads, 0, stream,
+                                              static_cast<const uint8_t*>(payload), len, shp, area);
   if (const status st = last_launch_status(); !ok(st)) return st;
   return launch_expect_codec(payload, len, expect, area, stream);
 }
@@ -105,14 +105,14 @@ inline status decode_any(const void* payload, size_t len, tensor_view out, void*
   if (!element_aligned(out.data, out.type)) return status::misaligned;
   // The host does not know the payload's declared size: the whole buffer must not overlap.
   if (pipecodec::detail::overlaps(out.data, n * dtype_bytes(out.type), payload, len)) return status::aliasing;
-  uint32_t cap = 0;
-  if (const status st = grid_cap(cap); !ok(st)) return st;
+  device_grid dg;
+  if (const status st = current_device(dg); !ok(st)) return st;
   uint8_t* area = align_workspace(workspace);
-  if (const status st = launch_validation(payload, len, out.shp, area, cap, expect, stream); !ok(st)) return st;
+  if (const status st = launch_validation(payload, len, out.shp, area, dg, expect, stream); !ok(st)) return st;
   // Chunks (decoding) are at most n / 32 + groups.
-  const uint32_t grid = grid_for(n, 32 * block_warps, cap);
   return dispatch_dtype(out.type, [&](auto oc) {
-    launch<decode_kernel<decltype(oc)::value, Accumulate>>(grid, block_threads, 0, stream, out.data, area);
+    launch_over<decode_kernel<decltype(oc)::value, Accumulate>>(n, 32 * block_warps, dg, block_threads, 0, stream,
+                                                                out.data, area);
     return last_launch_status();
   });
 }

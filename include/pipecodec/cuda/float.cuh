@@ -22,8 +22,8 @@ inline status encode_float(codec_id c, const float_params& f, const_tensor_view 
   if (!element_aligned(in.data, in.type)) return status::misaligned;
   if (pipecodec::detail::overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
   if (const status st = check_float_sample_keyed(c, f, rnd, in.shp, L); !ok(st)) return st;
-  uint32_t cap = 0;
-  if (const status st = grid_cap(cap); !ok(st)) return st;
+  device_grid dg;
+  if (const status st = current_device(dg); !ok(st)) return st;
   header h;
   h.codec = c;
   h.type = in.type;
@@ -37,12 +37,12 @@ inline status encode_float(codec_id c, const float_params& f, const_tensor_view 
   if (L.groups > 0 && cudaMemsetAsync(amax, 0, L.groups * 4, stream) != cudaSuccess) return status::cuda_error;
   const status st = dispatch_dtype(in.type, [&](auto tc) {
     constexpr dtype T = decltype(tc)::value;
-    launch<float_stats_kernel<T>>(grid_for(L.groups * float_tiles_per_group(L), block_warps, cap), block_threads, 0,
-                                  stream, in.data, c, L, amax);
-    launch<float_scales_kernel<block_threads>>(grid_for(L.groups, block_threads, cap), block_threads, 0, stream, c, f,
-                                               L, h, amax, scales, p);
-    launch<float_encode_kernel<T>>(grid_for(L.units, block_threads, cap), block_threads, 0, stream, in.data, c, f, L,
-                                   rnd, in.shp.cols, scales, p);
+    launch_over<float_stats_kernel<T>>(L.groups * float_tiles_per_group(L), block_warps, dg, block_threads, 0, stream,
+                                       in.data, c, L, amax);
+    launch_over<float_scales_kernel<block_threads>>(L.groups, block_threads, dg, block_threads, 0, stream, c, f, L, h,
+                                                    amax, scales, p);
+    launch_over<float_encode_kernel<T>>(L.units, block_threads, dg, block_threads, 0, stream, in.data, c, f, L, rnd,
+                                        in.shp.cols, scales, p);
     return last_launch_status();
   });
   if (ok(st) && written) *written = size_t(L.total);

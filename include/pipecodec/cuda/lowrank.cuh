@@ -26,8 +26,8 @@ inline status encode_lowrank(const lowrank_params& l, const_tensor_view in, cons
       pipecodec::detail::overlaps(workspace, workspace_size, in.data, in_bytes))
     return status::aliasing;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
-  uint32_t cap = 0;
-  if (const status st = grid_cap(cap); !ok(st)) return st;
+  device_grid dg;
+  if (const status st = current_device(dg); !ok(st)) return st;
   header h;
   h.codec = codec_id::lowrank;
   h.type = in.type;
@@ -41,10 +41,10 @@ inline status encode_lowrank(const lowrank_params& l, const_tensor_view in, cons
   launch<lowrank_q0_kernel<lowrank_block>>(1, lowrank_block, 0, stream, L, h, warm, seed, q0, p);
   const status st = dispatch_dtype(in.type, [&](auto tc) {
     constexpr dtype T = decltype(tc)::value;
-    launch<lowrank_rows_kernel<T>>(grid_for(L.rows, block_warps, cap), block_threads, 0, stream, in.data, L, q0, pd);
+    launch_over<lowrank_rows_kernel<T>>(L.rows, block_warps, dg, block_threads, 0, stream, in.data, L, q0, pd);
     launch<lowrank_orthonormalize_kernel<lowrank_block>>(1, lowrank_block, 0, stream, L, pd, p);
-    launch<lowrank_cols_kernel<T>>(grid_for(ceil_div(L.cols, 32), 1, cap), dim3(32, lowrank_col_rows), 0, stream,
-                                   in.data, L, p);
+    launch_over<lowrank_cols_kernel<T>>(ceil_div(L.cols, 32), 1, dg, dim3(32, lowrank_col_rows), 0, stream, in.data,
+                                        L, p);
     return last_launch_status();
   });
   if (ok(st) && written) *written = size_t(L.total);

@@ -19,19 +19,18 @@ inline status encode_plain(const plain_params& pp, const_tensor_view in, void* p
   if (workspace_size < workspace_request(workspace_status_bytes)) return status::workspace_too_small;
   if (!element_aligned(in.data, in.type)) return status::misaligned;
   if (pipecodec::detail::overlaps(in.data, L.n * dtype_bytes(in.type), payload, L.total)) return status::aliasing;
-  uint32_t cap = 0;
-  if (const status st = grid_cap(cap); !ok(st)) return st;
+  device_grid dg;
+  if (const status st = current_device(dg); !ok(st)) return st;
   header h;
   h.codec = codec_id::plain;
   h.type = in.type;
   h.shp = in.shp;
   h.total_bytes = L.total;
   write_plain_params(h.params, pp);
-  const uint32_t grid = grid_for(L.n, block_threads, cap);
   const status st = dispatch_dtype(in.type, [&](auto ic) {
     return dispatch_dtype(pp.wire, [&](auto wc) {
-      launch<plain_encode_kernel<decltype(ic)::value, decltype(wc)::value>>(grid, block_threads, 0, stream, in.data, h,
-                                                                            L, static_cast<uint8_t*>(payload));
+      launch_over<plain_encode_kernel<decltype(ic)::value, decltype(wc)::value>>(
+          L.n, block_threads, dg, block_threads, 0, stream, in.data, h, L, static_cast<uint8_t*>(payload));
       return last_launch_status();
     });
   });

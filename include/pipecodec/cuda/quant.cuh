@@ -31,32 +31,32 @@ namespace detail {
 template <uint32_t B, rounding R, bool MayBeResident = true, class Src, class Sink>
 inline void launch_quant_encode(Src src, Sink sink, const quant_params& q, const quant_layout& L,
                                 const quant_workspace& W, const header& h, const randomness& rnd, uint8_t* p,
-                                uint8_t* ws, uint32_t cap, cudaStream_t stream, bool with_header = true) {
+                                uint8_t* ws, const device_grid& dg, cudaStream_t stream, bool with_header = true) {
   if constexpr (MayBeResident) {
     if (!W.tiled) {
-      const uint32_t grid = grid_for(ceil_div(L.groups, quant_batch_groups), block_warps, cap);
-      launch<quant_encode_resident_kernel<B, R, Src, Sink>>(grid, block_threads, 0, stream, src, sink, q, L, h, rnd,
-                                                           p, with_header);
+      launch_over<quant_encode_resident_kernel<B, R, Src, Sink>>(ceil_div(L.groups, quant_batch_groups), block_warps,
+                                                                dg, block_threads, 0, stream, src, sink, q, L, h,
+                                                                rnd, p, with_header);
       return;
     }
   }
-  const uint32_t tile_grid = grid_for(W.tiles, block_warps, cap);
   if (L.outliers != 0) {  // never embedded (TopK's values refuse outliers): with_header holds
-    launch<quant_outlier_kernel<Src>>(grid_for(L.groups, block_warps, cap), block_threads, 0, stream, src, q, L, W, h,
-                                      p, ws);
+    launch_over<quant_outlier_kernel<Src>>(L.groups, block_warps, dg, block_threads, 0, stream, src, q, L, W, h, p,
+                                           ws);
   } else {
-    launch<quant_tile_stats_kernel<Src>>(tile_grid, block_threads, 0, stream, src, L, W, h, p, ws, with_header);
-    launch<quant_finalize_kernel<block_threads>>(grid_for(L.groups, 1, cap), block_threads, 0, stream, q, L, W, p, ws);
+    launch_over<quant_tile_stats_kernel<Src>>(W.tiles, block_warps, dg, block_threads, 0, stream, src, L, W, h, p, ws,
+                                              with_header);
+    launch_over<quant_finalize_kernel<block_threads>>(L.groups, 1, dg, block_threads, 0, stream, q, L, W, p, ws);
   }
-  launch<quant_tile_encode_kernel<B, R, Src, Sink>>(tile_grid, block_threads, 0, stream, src, sink, q, L, W, rnd, p,
-                                                     ws);
+  launch_over<quant_tile_encode_kernel<B, R, Src, Sink>>(W.tiles, block_warps, dg, block_threads, 0, stream, src, sink,
+                                                          q, L, W, rnd, p, ws);
 }
 
 // What an encode of `shp` needs, checked on the host: layout, payload capacity, workspace.
 struct quant_plan {
   quant_layout L;
   quant_workspace W;
-  uint32_t cap = 0;
+  device_grid dg;
 };
 
 // `input`: the input pointer (nullptr allowed only for an empty tensor).
@@ -69,7 +69,7 @@ inline status plan_quant(const quant_params& q, const shape& shp, const void* in
   P.W = make_quant_workspace(P.L);
   if (workspace_size < workspace_request(P.W.used)) return status::workspace_too_small;
   if (workspace == nullptr) return status::invalid_argument;
-  return grid_cap(P.cap);
+  return current_device(P.dg);
 }
 
 // Encodes the elements src(0 .. n) of a tensor of shape `shp`, described in the payload as
@@ -87,13 +87,13 @@ inline status launch_quant(Src src, Sink sink, const quant_params& q, const quan
     const auto encode = [&](auto from, auto to, auto may_be_resident) {
       constexpr bool Resident = decltype(may_be_resident)::value;
       if (q.round == rounding::nearest)
-        launch_quant_encode<B, rounding::nearest, Resident>(from, to, q, P.L, P.W, h, rnd, p, ws, P.cap, stream);
+        launch_quant_encode<B, rounding::nearest, Resident>(from, to, q, P.L, P.W, h, rnd, p, ws, P.dg, stream);
       else
-        launch_quant_encode<B, rounding::stochastic, Resident>(from, to, q, P.L, P.W, h, rnd, p, ws, P.cap, stream);
+        launch_quant_encode<B, rounding::stochastic, Resident>(from, to, q, P.L, P.W, h, rnd, p, ws, P.dg, stream);
     };
     // Stateful schemes (a sink) after a rotated or outlier-keeping encode: the decoded
     // values, rotated back or with the outliers in place, go to the sink in a pass of its own.
-    const auto decoded_to_sink = [&](uint32_t grid, size_t smem) {
+    const auto decoded_to_sink = [&](uint64_t units, uint64_t per_block, size_t smem) {
       if constexpr (!std::is_same_v<Sink, no_sink>) {
         quant_payload qp;
         qp.hdr = h;
@@ -101,7 +101,7 @@ inline status launch_quant(Src src, Sink sink, const quant_params& q, const quan
         qp.layout = P.L;
         qp.bytes = p;
         qp.seed = seed;
-        launch<decoded_sink_kernel<Src, Sink>>(grid, block_threads, smem, stream, qp, src, sink);
+        launch_over<decoded_sink_kernel<Src, Sink>>(units, per_block, P.dg, block_threads, smem, stream, qp, src, sink);
       }
     };
     if (q.rotate == rotation::none || P.L.n == 0) {
@@ -110,17 +110,17 @@ inline status launch_quant(Src src, Sink sink, const quant_params& q, const quan
         return last_launch_status();
       }
       encode(src, no_sink{}, std::false_type{});  // outlier keeping is always tiled
-      decoded_to_sink(grid_for(P.W.tiles, block_warps, P.cap), 0);
+      decoded_to_sink(P.W.tiles, block_warps, 0);
       return last_launch_status();
     }
     // Rotate into the workspace and quantize that.
     const rotation_layout R = make_rotation_layout(q.rotate_log2, shp);
-    const uint32_t grid = grid_for(R.blocks() + ceil_div(R.rows * R.tail, block_threads), 1, P.cap);
+    const uint64_t rotation_units = R.blocks() + ceil_div(R.rows * R.tail, block_threads);
     const size_t smem = size_t(4) << R.log2;
     float* y = reinterpret_cast<float*>(ws + P.W.rotated_offset);
-    launch<rotate_kernel<Src>>(grid, block_threads, smem, stream, src, R, seed, y);
+    launch_over<rotate_kernel<Src>>(rotation_units, 1, P.dg, block_threads, smem, stream, src, R, seed, y);
     encode(tensor_source<dtype::f32>{y}, no_sink{}, std::true_type{});
-    decoded_to_sink(grid, smem);
+    decoded_to_sink(rotation_units, 1, smem);
     return last_launch_status();
   });
 }

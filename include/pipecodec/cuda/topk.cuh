@@ -38,7 +38,7 @@ namespace pipecodec::cuda::detail {
 
 // Selection, compaction and emission of every unit (positions and values, or gathered values).
 template <dtype T, bool RandK>
-inline status launch_select(const topk_encode_args& a, uint8_t* state, uint32_t cap, cudaStream_t stream) {
+inline status launch_select(const topk_encode_args& a, uint8_t* state, const device_grid& dg, cudaStream_t stream) {
   const topk_layout& L = a.L;
   if (grid_select_units(L)) {  // unit after unit, each on the whole grid (one selection state)
     const uint64_t m = L.unit_len;
@@ -46,23 +46,22 @@ inline status launch_select(const topk_encode_args& a, uint8_t* state, uint32_t 
       uint32_t* cand = a.cand + u * (m / 4);
       status st;
       if constexpr (RandK)
-        st = launch_grid_select(device_randk_keys{a.d, a.ids, u, m}, m, L.k, cand, state, kept_emitter<T>{a, u}, cap,
+        st = launch_grid_select(device_randk_keys{a.d, a.ids, u, m}, m, L.k, cand, state, kept_emitter<T>{a, u}, dg,
                                 stream);
       else
         st = launch_grid_select(device_magnitude_keys<T>{a.in, u * m}, m, L.k, cand, state, kept_emitter<T>{a, u},
-                                cap, stream);
+                                dg, stream);
       if (!ok(st)) return st;
     }
     return status::success;
   }
-  const uint32_t grid = L.units < 65535 ? uint32_t(L.units) : 65535u;
-  launch<topk_encode_kernel<T, RandK>>(grid, topk_threads, 0, stream, a);
+  launch_over<topk_encode_kernel<T, RandK>>(L.units, 1, dg, topk_threads, 0, stream, a);
   return last_launch_status();
 }
 
 // Quantizes the gathered values into the values section, as host::encode does.
-inline status launch_value_quant(const topk_encode_args& a, uint8_t* ws, const topk_workspace& W, uint32_t cap,
-                                 cudaStream_t stream) {
+inline status launch_value_quant(const topk_encode_args& a, uint8_t* ws, const topk_workspace& W,
+                                 const device_grid& dg, cudaStream_t stream) {
   const quant_params& q = a.d.vquant;
   const quant_workspace QW = make_quant_workspace(a.L.vq);
   // The quantization kernels address their tiles from a workspace's status area onwards.
@@ -73,10 +72,10 @@ inline status launch_value_quant(const topk_encode_args& a, uint8_t* ws, const t
   return dispatch_bits(q.bits, [&](auto bc) {
     constexpr uint32_t B = decltype(bc)::value;
     if (q.round == rounding::nearest)
-      launch_quant_encode<B, rounding::nearest>(src, no_sink{}, q, a.L.vq, QW, none, a.d.seed, base, qws, cap,
+      launch_quant_encode<B, rounding::nearest>(src, no_sink{}, q, a.L.vq, QW, none, a.d.seed, base, qws, dg,
                                                 stream, false);
     else
-      launch_quant_encode<B, rounding::stochastic>(src, no_sink{}, q, a.L.vq, QW, none, a.d.seed, base, qws, cap,
+      launch_quant_encode<B, rounding::stochastic>(src, no_sink{}, q, a.L.vq, QW, none, a.d.seed, base, qws, dg,
                                                    stream, false);
     return last_launch_status();
   });
@@ -108,8 +107,8 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
       pipecodec::detail::overlaps(workspace, workspace_size, in.data, in_bytes) ||
       pipecodec::detail::overlaps(mask, mask_len, payload, capacity))
     return status::aliasing;
-  uint32_t cap = 0;
-  if (const status st = grid_cap(cap); !ok(st)) return st;
+  device_grid dg;
+  if (const status st = current_device(dg); !ok(st)) return st;
 
   header h;
   h.codec = d.codec;
@@ -158,14 +157,14 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
                                              static_cast<const uint8_t*>(mask), mask_len, code, offsets);
         return last_launch_status();
       }
-      return d.codec == codec_id::randk ? launch_select<T, true>(args, state, cap, stream)
-                                        : launch_select<T, false>(args, state, cap, stream);
+      return d.codec == codec_id::randk ? launch_select<T, true>(args, state, dg, stream)
+                                        : launch_select<T, false>(args, state, dg, stream);
     });
     if (!ok(st)) return st;
     if (staged && cudaMemcpyAsync(p + L.index_offset, bitmap, bitmap_bytes, cudaMemcpyDeviceToDevice, stream) !=
                       cudaSuccess)
       return status::cuda_error;
-    if (d.values == value_kind::quant && !ok(st = launch_value_quant(args, ws, W, cap, stream))) return st;
+    if (d.values == value_kind::quant && !ok(st = launch_value_quant(args, ws, W, dg, stream))) return st;
   }
   if (written) *written = size_t(total);
   return status::success;
@@ -198,13 +197,14 @@ inline status encode_shared(const spec& s, const_tensor_view in, const void* mas
 // the kernels run only if the accepted payload has that layout (topk_grid_randk_init_kernel).
 template <dtype Out, bool Accumulate>
 inline void launch_grid_reselect(const uint8_t* payload, uint64_t len, void* out, const status* code, uint8_t* state,
-                                 uint32_t* cand, uint64_t units, uint64_t m, uint32_t cap, cudaStream_t stream) {
+                                 uint32_t* cand, uint64_t units, uint64_t m, const device_grid& dg,
+                                 cudaStream_t stream) {
   topk_grid_state* g = reinterpret_cast<topk_grid_state*>(state);
   ulonglong2* counts = reinterpret_cast<ulonglong2*>(state + topk_grid_counts_offset);
   for (uint64_t u = 0; u < units; ++u) {
     launch<topk_grid_randk_init_kernel<topk_threads>>(1, topk_threads, 0, stream, payload, len, code, g, counts, units,
                                                       m, u);
-    launch_grid_passes(state_randk_keys{g}, m, cand, state, cap, stream);
+    launch_grid_passes(state_randk_keys{g}, m, cand, state, dg, stream);
     launch<topk_grid_randk_scatter_kernel<Out, Accumulate>>(uint32_t(topk_chunks_for(m).count), topk_threads, 0,
                                                             stream, payload, len, out, g, counts, u);
   }
@@ -228,8 +228,8 @@ inline status decode_sparse(const void* payload, size_t len, const void* mask, s
       pipecodec::detail::overlaps(out.data, out_bytes, workspace, workspace_size) ||
       pipecodec::detail::overlaps(out.data, out_bytes, mask, mask_len))
     return status::aliasing;
-  uint32_t cap = 0;
-  if (const status st = grid_cap(cap); !ok(st)) return st;
+  device_grid dg;
+  if (const status st = current_device(dg); !ok(st)) return st;
   uint8_t* ws = align_workspace(workspace);
   status* code = reinterpret_cast<status*>(ws);
   ulonglong2* offsets = reinterpret_cast<ulonglong2*>(ws + workspace_status_bytes + topk_grid_counts_offset);
@@ -250,7 +250,7 @@ inline status decode_sparse(const void* payload, size_t len, const void* mask, s
   return dispatch_dtype(out.type, [&](auto oc) {
     constexpr dtype Out = decltype(oc)::value;
     if (!Accumulate)
-      launch<topk_zero_kernel<Out>>(grid_for(n, block_threads, cap), block_threads, 0, stream, out.data, n, code);
+      launch_over<topk_zero_kernel<Out>>(n, block_threads, dg, block_threads, 0, stream, out.data, n, code);
     // A RandK payload of a few long units (scope=tensor: one unit of n; scope=row: the rows)
     // re-selects on the whole grid; which layout it has is known only on the device. Only
     // when the caller says the payload is RandK: a TopK payload would pay ~10 empty launches
@@ -261,9 +261,9 @@ inline status decode_sparse(const void* payload, size_t len, const void* mask, s
     if (reselect) {
       const uint64_t rows = out.shp.rows;
       if (n >= topk_grid_min_len)
-        launch_grid_reselect<Out, Accumulate>(p, len, out.data, code, state, cand, 1, n, cap, stream);
+        launch_grid_reselect<Out, Accumulate>(p, len, out.data, code, state, cand, 1, n, dg, stream);
       if (rows > 1 && rows <= topk_grid_max_units && out.shp.cols >= topk_grid_min_len)
-        launch_grid_reselect<Out, Accumulate>(p, len, out.data, code, state, cand, rows, out.shp.cols, cap, stream);
+        launch_grid_reselect<Out, Accumulate>(p, len, out.data, code, state, cand, rows, out.shp.cols, dg, stream);
     }
     return last_launch_status();
   });

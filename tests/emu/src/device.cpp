@@ -44,6 +44,10 @@ settings read_settings() {
     s.poison = uint8_t(b);
   }
   s.stats = std::getenv("PIPECODEC_EMU_STATS");
+  if (const char* v = std::getenv("PIPECODEC_EMU_RESIDENT_BLOCKS")) {
+    s.resident_blocks = std::atoi(v);
+    if (s.resident_blocks < 1 || s.resident_blocks > 32) bad_setting("PIPECODEC_EMU_RESIDENT_BLOCKS", v);
+  }
   if (const char* v = std::getenv("PIPECODEC_EMU_FTZ")) {
     if (std::strcmp(v, "0") != 0 && std::strcmp(v, "1") != 0) bad_setting("PIPECODEC_EMU_FTZ", v);
     s.ftz = *v == '1';
@@ -88,8 +92,8 @@ struct launch_stats {
   }
 };
 
-std::vector<const kernel_counter*>& kernel_registry() {
-  static std::vector<const kernel_counter*> all;  // filled before main, read after
+std::vector<kernel_counter*>& kernel_registry() {
+  static std::vector<kernel_counter*> all;  // filled before main, read after
   return all;
 }
 
@@ -148,7 +152,30 @@ std::vector<std::pair<std::string, uint64_t>> pipecodec_emu::kernel_launches() {
   return out;
 }
 
+std::vector<std::pair<std::string, uint64_t>> pipecodec_emu::take_largest_grids() {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (detail::kernel_counter* k : detail::kernel_registry())
+    if (const uint64_t blocks = k->largest_grid.exchange(0))
+      out.emplace_back(k->name, blocks);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 using namespace pipecodec_emu::detail;
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* kernel, int block_size,
+                                                          size_t dynamic_shared) {
+  constexpr int sm_threads = 2048, sm_blocks = 32, sm_shared = 228 << 10, reserved_per_block = 1 << 10;
+  if (blocks == nullptr || kernel == nullptr || block_size <= 0 || block_size > 1024) return fail(cudaErrorInvalidValue);
+  if (config().resident_blocks > 0) {
+    *blocks = config().resident_blocks;
+    return cudaSuccess;
+  }
+  const int warps = (block_size + 31) / 32;
+  const int by_shared = int(sm_shared / (dynamic_shared + reserved_per_block));
+  *blocks = std::min({sm_threads / (32 * warps), sm_blocks, by_shared});
+  return cudaSuccess;
+}
 
 cudaError_t cudaGetDeviceCount(int* count) {
   if (count == nullptr) return fail(cudaErrorInvalidValue);

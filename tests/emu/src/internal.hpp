@@ -20,6 +20,8 @@ enum class order { forward, reverse, shuffle };
 //   PIPECODEC_EMU_WORKERS    host threads that run blocks (default: hardware threads, up to 4)
 //   PIPECODEC_EMU_STATS      file that receives, at exit, one line per kernel that ran:
 //                            launches, blocks, threads, name
+//   PIPECODEC_EMU_RESIDENT_BLOCKS  blocks per multiprocessor the occupancy query answers for
+//                            every kernel (default: computed from threads and shared memory)
 struct settings {
   int sms = 2;
   order schedule = order::forward;
@@ -27,6 +29,7 @@ struct settings {
   uint8_t poison = 0xA5;
   int workers = 1;
   const char* stats = nullptr;
+  int resident_blocks = 0;  // 0: computed
   bool ftz = false;  // emulated threads flush subnormals, as nvcc's -ftz=true device code does
 };
 const settings& config();

@@ -10,13 +10,14 @@
 #include "../../core/workspace.hpp"
 #include "portable.cuh"
 
+#include <atomic>
+
 namespace pipecodec::cuda::detail {
 
 using namespace pipecodec::detail;
 
 constexpr uint32_t block_threads = 256;
 constexpr uint32_t block_warps = block_threads / 32;
-constexpr uint32_t blocks_per_sm = 8;  // grid-stride loops cover the rest
 
 // Start of the workspace's status area. Decoding validates the payload on the device and
 // records the outcome here; cuda::read_status copies `code` back.
@@ -38,20 +39,71 @@ PIPECODEC_HD uint8_t* align_workspace(void* ws) {
   return reinterpret_cast<uint8_t*>((p + (workspace_align - 1)) & ~uintptr_t(workspace_align - 1));
 }
 
-// Grid limit for the current device: a few blocks per SM, the loops stride over the rest.
-inline status grid_cap(uint32_t& cap) {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return status::cuda_error;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
+// The current device, as grid sizing needs it: its ordinal and multiprocessor count.
+struct device_grid {
+  int dev = 0;
+  uint32_t sms = 0;
+};
+
+inline status current_device(device_grid& d) {
+  int sms = 0;
+  if (cudaGetDevice(&d.dev) != cudaSuccess) return status::cuda_error;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d.dev) != cudaSuccess || sms <= 0)
     return status::cuda_error;
-  cap = uint32_t(sms) * blocks_per_sm;
+  d.sms = uint32_t(sms);
   return status::success;
 }
 
-// Blocks for `units` work items of `per_block` each: at least 1 (block 0 writes headers).
-inline uint32_t grid_for(uint64_t units, uint64_t per_block, uint32_t cap) {
+// Blocks of Kernel that one multiprocessor of device d holds at once, with blocks of
+// `threads` threads and `smem` bytes of dynamic shared memory: the occupancy calculator's
+// answer from the kernel's registers and shared memory. A launch asks it of the runtime once
+// per kernel, device and block shape and keeps the answer (an entry packs the key and the
+// answer in one word, so a reader never sees half of one), so encodes do not pay for the
+// query. At least 1: a block that cannot fit fails at its launch, as it would anyway.
+template <auto Kernel>
+inline uint32_t resident_blocks(const device_grid& d, uint32_t threads, size_t smem) {
+  constexpr int slots = 4;
+  static std::atomic<uint64_t> cache[slots] = {};
+  const bool cacheable = d.dev >= 0 && d.dev < 256 && threads < 2048 && smem < (size_t(1) << 24);
+  // valid bit | device (8 bits) | threads (11) | shared bytes (24) | the answer (8)
+  const uint64_t key = (uint64_t(1) << 63) | (uint64_t(d.dev) << 43) | (uint64_t(threads) << 32) |
+                       (uint64_t(smem) << 8);
+  if (cacheable) {
+    for (auto& e : cache) {
+      const uint64_t v = e.load(std::memory_order_relaxed);
+      if ((v & ~uint64_t(0xFF)) == key) return uint32_t(v & 0xFF);
+    }
+  }
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, Kernel, int(threads), smem) != cudaSuccess ||
+      blocks < 1)
+    blocks = 1;
+  if (blocks > 255) blocks = 255;
+  if (cacheable) {
+    for (auto& e : cache) {
+      uint64_t empty = 0;
+      if (e.compare_exchange_strong(empty, key | uint64_t(blocks), std::memory_order_relaxed)) break;
+    }
+  }
+  return uint32_t(blocks);
+}
+
+// Blocks for `units` work items of `per_block` each: at least 1 (block 0 writes headers), at
+// most as many as the device holds resident at once at Kernel's occupancy. The kernels' loops
+// stride over their grid, so a larger grid would only queue blocks behind the resident ones.
+template <auto Kernel>
+inline uint32_t grid_for(uint64_t units, uint64_t per_block, const device_grid& d, dim3 block = dim3(block_threads),
+                         size_t smem = 0) {
+  const uint64_t cap = uint64_t(d.sms) * resident_blocks<Kernel>(d, block.x * block.y * block.z, smem);
   const uint64_t b = ceil_div(units, per_block);
-  return b < 1 ? 1u : b > cap ? cap : uint32_t(b);
+  return b < 1 ? 1u : b > cap ? uint32_t(cap) : uint32_t(b);
+}
+
+// launch<Kernel> with the grid of grid_for<Kernel>.
+template <auto Kernel, class... Args>
+inline void launch_over(uint64_t units, uint64_t per_block, const device_grid& d, dim3 block, size_t smem,
+                        cudaStream_t stream, const Args&... args) {
+  launch<Kernel>(grid_for<Kernel>(units, per_block, d, block, smem), block, smem, stream, args...);
 }
 
 inline status last_launch_status() {

@@ -31,9 +31,9 @@ __global__ void __launch_bounds__(block_threads) for_each_kernel(uint64_t n, F f
 template <class F>
 inline status for_each(uint64_t n, F f, cudaStream_t stream, status_guard guard = {}) {
   if (n == 0) return status::success;
-  uint32_t cap = 0;
-  if (const status st = grid_cap(cap); !ok(st)) return st;
-  launch<for_each_kernel<F>>(grid_for(n, block_threads, cap), block_threads, 0, stream, n, f, guard);
+  device_grid dg;
+  if (const status st = current_device(dg); !ok(st)) return st;
+  launch_over<for_each_kernel<F>>(n, block_threads, dg, block_threads, 0, stream, n, f, guard);
   return last_launch_status();
 }
 

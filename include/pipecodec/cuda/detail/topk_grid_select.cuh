@@ -283,13 +283,13 @@ __global__ void __launch_bounds__(topk_threads)
 // the workspace's selection state (topk_grid_state_bytes, 16-byte aligned), `cand` the
 // unit's m / 4 words of candidate buffer.
 template <class Keys>
-inline void launch_grid_passes(const Keys& key, uint64_t m, uint32_t* cand, uint8_t* state, uint32_t grid_cap_blocks,
+inline void launch_grid_passes(const Keys& key, uint64_t m, uint32_t* cand, uint8_t* state, const device_grid& dg,
                                cudaStream_t stream) {
   topk_grid_state* g = reinterpret_cast<topk_grid_state*>(state);
   ulonglong2* counts = reinterpret_cast<ulonglong2*>(state + topk_grid_counts_offset);
   const topk_grid_buffer buf = grid_buffer(cand, m);
   // Enough blocks that none counts 2^32 keys in its shared histogram.
-  uint64_t grid = grid_for(m, uint64_t(topk_threads) * 16, grid_cap_blocks);
+  uint64_t grid = grid_for<topk_grid_hist_kernel<Keys>>(m, uint64_t(topk_threads) * 16, dg, topk_threads);
   const uint64_t least = ceil_div(m, uint64_t(1) << 31);
   if (grid < least) grid = least;
   for (uint32_t p = 0; p < topk_radix_passes; ++p) {
@@ -305,11 +305,11 @@ inline void launch_grid_passes(const Keys& key, uint64_t m, uint32_t* cand, uint
 // functor passed by value. m >= topk_grid_min_len.
 template <class Keys, class Emitter>
 inline status launch_grid_select(const Keys& key, uint64_t m, uint64_t k, uint32_t* cand, uint8_t* state,
-                                 const Emitter& emit, uint32_t grid_cap_blocks, cudaStream_t stream) {
+                                 const Emitter& emit, const device_grid& dg, cudaStream_t stream) {
   topk_grid_state* g = reinterpret_cast<topk_grid_state*>(state);
   ulonglong2* counts = reinterpret_cast<ulonglong2*>(state + topk_grid_counts_offset);
   launch<topk_grid_init_kernel<topk_threads>>(1, topk_threads, 0, stream, g, counts, m, k);
-  launch_grid_passes(key, m, cand, state, grid_cap_blocks, stream);
+  launch_grid_passes(key, m, cand, state, dg, stream);
   launch<topk_grid_emit_kernel<Keys, Emitter>>(uint32_t(topk_chunks_for(m).count), topk_threads, 0, stream, key, m,
                                                g, counts, emit);
   return last_launch_status();

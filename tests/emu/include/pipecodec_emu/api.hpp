@@ -78,6 +78,19 @@ cudaError_t cudaFuncSetAttribute(R (*kernel)(P...), cudaFuncAttribute attr, int 
   return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), attr, value);
 }
 
+// The emulated device answers for sm_90's limits on threads, blocks and shared memory per
+// multiprocessor (with the dynamic shared memory asked; registers and static shared memory
+// are not known here), or PIPECODEC_EMU_RESIDENT_BLOCKS for every kernel where that is set
+// (as registers might limit a real build; for tests of grid sizing).
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* kernel, int block_size,
+                                                          size_t dynamic_shared);
+template <class R, class... P>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, R (*kernel)(P...), int block_size,
+                                                          size_t dynamic_shared) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, reinterpret_cast<const void*>(kernel), block_size,
+                                                       dynamic_shared);
+}
+
 namespace pipecodec_emu {
 // Not CUDA: queues host-side work on a stream, in order with its kernels and copies (the
 // emulated cuBLAS runs its reference GEMMs this way).

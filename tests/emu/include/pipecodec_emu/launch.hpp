@@ -43,6 +43,7 @@ const char* kernel_name() {
 struct kernel_counter {
   const char* name;
   std::atomic<uint64_t> launches{0};
+  std::atomic<uint64_t> largest_grid{0};  // blocks, since take_largest_grids
   explicit kernel_counter(const char* kernel);  // registers (src/device.cpp)
 };
 template <auto Kernel>
@@ -84,6 +85,10 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, con
   k.body = &detail::invoke<Kernel, tuple>;
   k.params = std::make_shared<const tuple>(args...);
   detail::kernel_launch_counter<Kernel>.launches.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
+  std::atomic<uint64_t>& largest = detail::kernel_launch_counter<Kernel>.largest_grid;
+  for (uint64_t seen = largest.load(); blocks > seen && !largest.compare_exchange_weak(seen, blocks);) {
+  }
   // GCC 12 does not instantiate a kernel template named only as a template argument inside
   // another template (launch<kernel<block_threads>> in a function template): a call it
   // cannot prove dead makes it odr-used.
@@ -106,6 +111,9 @@ inline void* dynamic_shared() { return detail::dynamic_shared(); }
 // Each kernel instantiation of the program, as the compiler spells it, with its launches so
 // far (a graph's kernels count once, when captured), sorted by name.
 std::vector<std::pair<std::string, uint64_t>> kernel_launches();
+// The most blocks a launch of each kernel instantiation had since the last call (kernels not
+// launched since then are left out), sorted by name; and starts again.
+std::vector<std::pair<std::string, uint64_t>> take_largest_grids();
 
 // Memory traffic of each kernel that ran while counting was on (src/traffic.cpp), in device and
 // pinned memory: the 32-byte sectors it read and wrote, each once per launch (what DRAM moves
