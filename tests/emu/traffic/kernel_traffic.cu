@@ -6,10 +6,13 @@
 // fewest sectors the requests' bytes need / the sectors they touched: 1 is perfect); then the
 // operation's total against its floor (the input read once, the payload or output written
 // once; the residual read and written once for EF). Then the state schemes' steady step (EF21,
-// AQ-SGD, per-sample EF) for a fused and a non-fused codec. CSV on stdout, one row per kernel
-// and a "total" row per operation.
-//   kernel_traffic [ELEMENTS] [FILTER]   ELEMENTS (default 2^20) fp32 inputs, as 1024 rows
-//                                        (row-scoped specs) or one row; FILTER: specs containing it
+// AQ-SGD, per-sample EF) for a fused and a non-fused codec. Inputs are fp32, and fp16 and bf16
+// for a few specs; TopK's shared-mask mode encodes and decodes at a mask's positions (the mask
+// read once more in the floor). CSV on stdout, one row per kernel and a "total" row per
+// operation.
+//   kernel_traffic [ELEMENTS] [FILTER] [f32]   ELEMENTS (default 2^20) inputs, as 1024 rows
+//                       (row-scoped and lowrank specs) or one row; FILTER: specs containing it;
+//                       f32: fp32 inputs only
 #include <cuda_runtime.h>
 
 #include <cinttypes>
@@ -35,6 +38,7 @@ struct device_bytes {
 };
 
 enum class op { encode, decode, ef_encode, ef21_encode, ef21_decode, aqsgd_encode, aqsgd_decode, ef_sample_encode };
+const char* dtype_name(dtype t) { return t == dtype::f16 ? "f16" : t == dtype::bf16 ? "bf16" : "f32"; }
 const char* op_name(op o) {
   static const char* const names[] = {"encode",       "decode",       "ef_encode",   "ef21_encode",
                                       "ef21_decode",  "aqsgd_encode", "aqsgd_decode", "ef_sample_encode"};
@@ -43,10 +47,10 @@ const char* op_name(op o) {
 
 double ratio(uint64_t a, uint64_t b) { return b == 0 ? 0.0 : double(a) / double(b); }
 
-void print_row(op o, const char* text, const shape& shp, const pipecodec_emu::kernel_traffic& k, const char* floor,
-               uint64_t watched) {
-  std::printf("%s,\"%s\",f32,%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%.2f,%" PRIu64 ",%.2f,%.3f\n",
-              op_name(o), text, shp.size(), k.name.c_str(), k.launches, k.bytes_read, k.bytes_written, floor,
+void print_row(op o, const char* text, dtype t, const shape& shp, const pipecodec_emu::kernel_traffic& k,
+               const char* floor, uint64_t watched) {
+  std::printf("%s,\"%s\",%s,%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%.2f,%" PRIu64 ",%.2f,%.3f\n",
+              op_name(o), text, dtype_name(t), shp.size(), k.name.c_str(), k.launches, k.bytes_read, k.bytes_written, floor,
               ratio(k.watched_read, watched), k.lane_bytes, ratio(k.request_sectors, k.requests),
               ratio(k.ideal_sectors, k.request_sectors));
 }
@@ -54,12 +58,12 @@ void print_row(op o, const char* text, const shape& shp, const pipecodec_emu::ke
 // Stops counting and prints the kernels that ran since counting started and the operation's
 // total against `floor` bytes; false when nothing was counted (a build without clang's
 // load/store instrumentation).
-bool report(op o, const char* text, const shape& shp, uint64_t floor, uint64_t watched) {
+bool report(op o, const char* text, const shape& shp, uint64_t floor, uint64_t watched, dtype t = dtype::f32) {
   pipecodec_emu::kernel_traffic total;
   total.name = "total";
   pipecodec_emu::count_traffic(false);
   for (const pipecodec_emu::kernel_traffic& k : pipecodec_emu::take_traffic()) {
-    print_row(o, text, shp, k, ",", watched);
+    print_row(o, text, t, shp, k, ",", watched);
     total.launches += k.launches;
     total.bytes_read += k.bytes_read;
     total.bytes_written += k.bytes_written;
@@ -71,7 +75,7 @@ bool report(op o, const char* text, const shape& shp, uint64_t floor, uint64_t w
   }
   const std::string f =
       std::to_string(floor) + "," + std::to_string(ratio(total.bytes_read + total.bytes_written, floor));
-  print_row(o, text, shp, total, f.c_str(), watched);
+  print_row(o, text, t, shp, total, f.c_str(), watched);
   std::fflush(stdout);
   return total.requests > 0;
 }
@@ -96,38 +100,44 @@ bool device_ok(const void* workspace, const char* what, const char* text) {
          check(cudaDeviceSynchronize(), what) && check(verdict, what, text);
 }
 
-// Encode and decode (and an EF step, for the codecs EF fuses) of one spec; false on an error.
-bool measure(const char* text, uint64_t n, bool& counted) {
+shape shape_for(const char* text, uint64_t n) {
+  const bool rows = std::strstr(text, "scope=row") != nullptr || std::strstr(text, "group=row") != nullptr ||
+                    std::strncmp(text, "lowrank:", 8) == 0;
+  return rows ? shape(1024, n / 1024) : shape(n);
+}
+
+// Encode and decode (and an EF step, for the codecs EF fuses) of one spec with inputs of
+// dtype `in_t`; false on an error.
+bool measure(const char* text, uint64_t n, dtype in_t, bool& counted) {
   spec s;
   if (!check(parse_spec(text, s), "parse", text)) return false;
-  const bool rows = std::strstr(text, "scope=row") != nullptr || std::strstr(text, "group=row") != nullptr;
-  const shape shp = rows ? shape(1024, n / 1024) : shape(n);
-  const std::vector<uint8_t> x = testdata::as_bytes(testdata::uniform(shp.size(), 7), dtype::f32);
+  const shape shp = shape_for(text, n);
+  const std::vector<uint8_t> x = testdata::as_bytes(testdata::uniform(shp.size(), 7), in_t);
   const size_t cap = encoded_bytes(s, shp), wsb = std::max(workspace_bytes(s, shp), cuda::ef_workspace_bytes(s, shp));
   device_bytes in(x.size()), payload(cap), ws(wsb), out(shp.size() * 4), residual(shp.size() * 4);
   if (!check(cudaMemcpy(in.p, x.data(), x.size(), cudaMemcpyHostToDevice), "copy in")) return false;
   if (!check(cudaMemset(residual.p, 0, shp.size() * 4), "memset")) return false;
-  const const_tensor_view input{in.p, dtype::f32, shp};
+  const const_tensor_view input{in.p, in_t, shp};
   size_t len = 0;
 
   pipecodec_emu::count_traffic(true, in.p, x.size());
   if (!check(cuda::encode(s, input, payload.p, cap, ws.p, wsb, randomness(5), nullptr, &len), "encode", text) ||
       !check(cudaDeviceSynchronize(), "encode"))
     return false;
-  counted = report(op::encode, text, shp, x.size() + len, x.size()) || counted;
+  counted = report(op::encode, text, shp, x.size() + len, x.size(), in_t) || counted;
 
   pipecodec_emu::count_traffic(true, payload.p, len);
 
-  const tensor_view output{out.p, dtype::f32, shp};
+  const tensor_view output{out.p, in_t, shp};
   const bool sparse = s.codec == codec_id::topk || s.codec == codec_id::randk;
   if (!check(sparse ? cuda::decode_topk(payload.p, len, output, ws.p, wsb, nullptr, s.codec)
                     : cuda::decode(payload.p, len, output, ws.p, wsb, nullptr),
              "decode", text) ||
       !check(cudaDeviceSynchronize(), "decode") || !device_ok(ws.p, "decode", text))
     return false;
-  report(op::decode, text, shp, len + shp.size() * 4, len);
+  report(op::decode, text, shp, len + x.size(), len, in_t);
 
-  if (s.codec == codec_id::quant) {
+  if (s.codec == codec_id::quant && in_t == dtype::f32) {
     pipecodec_emu::count_traffic(true, in.p, x.size());
     if (!check(cuda::ef_encode(s, input, tensor_view{residual.p, dtype::f32, shp}, payload.p, cap, ws.p, wsb,
                                randomness(5), nullptr, &len),
@@ -136,6 +146,42 @@ bool measure(const char* text, uint64_t n, bool& counted) {
       return false;
     report(op::ef_encode, text, shp, x.size() + len + 2 * shp.size() * 4, x.size());
   }
+  return true;
+}
+
+// TopK's shared-mask mode: the values of the input at the positions of a mask (a TopK payload
+// of the same shape, scope and k, not counted), encoded and decoded. Floors: the input (the
+// payload) read once, the mask's bytes read once, the payload (the output) written once.
+bool measure_shared(const char* text, uint64_t n) {
+  spec s, ms;
+  if (!check(parse_spec(text, s), "parse", text)) return false;
+  const std::string mask_text = std::string(text).substr(0, std::strlen(text) - std::strlen(",mask=shared"));
+  if (!check(parse_spec(mask_text, ms), "parse", mask_text.c_str())) return false;
+  const shape shp = shape_for(text, n);
+  const std::vector<uint8_t> x = testdata::as_bytes(testdata::uniform(shp.size(), 7), dtype::f32);
+  const size_t mcap = encoded_bytes(ms, shp), cap = encoded_bytes(s, shp);
+  const size_t wsb = std::max({workspace_bytes(s, shp), workspace_bytes(ms, shp),
+                               size_t(detail::workspace_request(detail::topk_decode_workspace(shp.size(), true)))});
+  device_bytes in(x.size()), mask(mcap), payload(cap), ws(wsb), out(x.size());
+  if (!check(cudaMemcpy(in.p, x.data(), x.size(), cudaMemcpyHostToDevice), "copy in")) return false;
+  const const_tensor_view input{in.p, dtype::f32, shp};
+  size_t mlen = 0, len = 0;
+  if (!check(cuda::encode(ms, input, mask.p, mcap, ws.p, wsb, randomness(5), nullptr, &mlen), "mask", text) ||
+      !check(cudaDeviceSynchronize(), "mask"))
+    return false;
+  pipecodec_emu::count_traffic(true, in.p, x.size());
+  if (!check(cuda::encode_shared(s, input, mask.p, mlen, payload.p, cap, ws.p, wsb, 5, nullptr, &len),
+             "encode_shared", text) ||
+      !check(cudaDeviceSynchronize(), "encode_shared") || !device_ok(ws.p, "encode_shared", text))
+    return false;
+  report(op::encode, text, shp, x.size() + mlen + len, x.size());
+  pipecodec_emu::count_traffic(true, payload.p, len);
+  if (!check(cuda::decode_shared(payload.p, len, mask.p, mlen, tensor_view{out.p, dtype::f32, shp}, ws.p, wsb,
+                                 nullptr),
+             "decode_shared", text) ||
+      !check(cudaDeviceSynchronize(), "decode_shared") || !device_ok(ws.p, "decode_shared", text))
+    return false;
+  report(op::decode, text, shp, len + mlen + x.size(), len);
   return true;
 }
 
@@ -225,7 +271,15 @@ const char* const specs[] = {
     "topk:ratio=0.01,scope=row",
     "topk:ratio=0.1,scope=row,values=quant,bits=4",
     "randk:ratio=0.1,scope=tensor",
+    "lowrank:rank=4",
 };
+
+// Specs measured with fp16 and bf16 inputs too.
+const char* const half_specs[] = {"quant:bits=4,group=128", "fp8:format=e4m3", "plain:dtype=bf16",
+                                  "topk:ratio=0.01,scope=tensor"};
+
+// TopK's shared-mask mode (the mask: the same spec without mask=shared).
+const char* const shared_specs[] = {"topk:ratio=0.1,scope=row,mask=shared"};
 
 // Codecs of the state schemes' rows: fused (quantization) and not (TopK).
 const char* const state_specs[] = {"quant:bits=4,group=128", "topk:ratio=0.1,scope=row"};
@@ -235,8 +289,9 @@ const char* const state_specs[] = {"quant:bits=4,group=128", "topk:ratio=0.1,sco
 int main(int argc, char** argv) {
   const uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : uint64_t(1) << 20;
   const char* filter = argc > 2 ? argv[2] : "";
+  const bool f32_only = argc > 3 && std::strcmp(argv[3], "f32") == 0;
   if (n < 1024 || n % 1024 != 0) {
-    std::fprintf(stderr, "usage: kernel_traffic [ELEMENTS (a multiple of 1024)] [FILTER]\n");
+    std::fprintf(stderr, "usage: kernel_traffic [ELEMENTS (a multiple of 1024)] [FILTER] [f32]\n");
     return 2;
   }
   std::printf("op,spec,dtype,elements,kernel,launches,bytes_read,bytes_written,floor_bytes,ratio_to_floor,input_reads,"
@@ -245,7 +300,18 @@ int main(int argc, char** argv) {
   for (const char* text : specs) {
     if (std::strstr(text, filter) == nullptr) continue;
     std::fprintf(stderr, "kernel_traffic: %s\n", text);
-    if (!measure(text, n, counted)) return 1;
+    if (!measure(text, n, dtype::f32, counted)) return 1;
+  }
+  for (const char* text : half_specs) {
+    if (f32_only || std::strstr(text, filter) == nullptr) continue;
+    std::fprintf(stderr, "kernel_traffic: %s, fp16 and bf16 inputs\n", text);
+    for (dtype t : {dtype::f16, dtype::bf16})
+      if (!measure(text, n, t, counted)) return 1;
+  }
+  for (const char* text : shared_specs) {
+    if (std::strstr(text, filter) == nullptr) continue;
+    std::fprintf(stderr, "kernel_traffic: %s\n", text);
+    if (!measure_shared(text, n)) return 1;
   }
   for (const char* text : state_specs) {
     if (std::strstr(text, filter) == nullptr) continue;
