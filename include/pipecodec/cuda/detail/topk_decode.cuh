@@ -156,8 +156,10 @@ __global__ void __launch_bounds__(Threads)
   PIPECODEC_SHARED(topk_payload, tp);
   PIPECODEC_SHARED(int, reselect);
   if (threadIdx.x == 0) {
-    reselect = ok(*code) && ok(parse_topk_payload(payload, len, tp)) && !has_index_section(tp.desc) &&
-               grid_select_units(tp.layout) && tp.layout.units == units && tp.layout.unit_len == m;
+    topk_payload local;
+    reselect = ok(*code) && ok(parse_topk_payload(payload, len, local)) && !has_index_section(local.desc) &&
+               grid_select_units(local.layout) && local.layout.units == units && local.layout.unit_len == m;
+    tp = local;
   }
   __syncthreads();
   if (reselect) {
