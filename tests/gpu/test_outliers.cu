@@ -20,7 +20,7 @@ const char* const specs[] = {
     "quant:bits=5,group=4096,outliers=1",  // tiled groups
 };
 
-const shape shapes[] = {shape(0), shape(1), shape(10), shape(1000), shape(4, 512), shape(5, 77), shape(2, 8200)};
+const shape outlier_shapes[] = {shape(0), shape(1), shape(10), shape(1000), shape(4, 512), shape(5, 77), shape(2, 8200)};
 
 // Outlier channels (every 37th column 20-100x larger), with ties: equal magnitudes repeat.
 std::vector<float> channel_data(shape shp, uint64_t seed) {
@@ -36,7 +36,7 @@ TEST_CASE("outliers: GPU payloads and decodes equal the host backend") {
   testg::gpu_backend b;
   uint64_t seed = 70, pair = 0;
   for (const char* text : specs)
-    for (const shape& shp : shapes) {
+    for (const shape& shp : outlier_shapes) {
       ++pair;
       for (dtype in_t : {dtype::f32, dtype::bf16}) {
         // Thinned: one input dtype per spec and shape (alternating), rows over 4096 only for

@@ -30,10 +30,10 @@ const group_choice groups[] = {{group_kind::elements, 32},   {group_kind::elemen
                                {group_kind::row, 0},         {group_kind::tensor, 0}};
 
 // Tails off every multiple of 4, 32 and the group sizes above; rows not a multiple of 4.
-const shape shapes[] = {shape(0),       shape(1),       shape(31),       shape(33),      shape(129),
+const shape quant_shapes[] = {shape(0),       shape(1),       shape(31),       shape(33),      shape(129),
                         shape(1000),    shape(4101),    shape(9000),     shape(3, 33),   shape(5, 257),
                         shape(2, 4099), shape(7, 1),    shape(4, 3000),  shape(1, 8191), shape(65, 130)};
-constexpr size_t shape_count = sizeof(shapes) / sizeof(shapes[0]);
+constexpr size_t shape_count = sizeof(quant_shapes) / sizeof(quant_shapes[0]);
 
 }  // namespace
 
@@ -49,7 +49,7 @@ TEST_CASE("quant: GPU payloads and decodes equal the host backend (sweep)") {
               // Three shapes per combination (emulated: one), rotating through the list; quick
               // mode keeps 1 in 32.
               for (int k = 0; k < (testg::emulated ? 1 : 3); ++k) {
-                const shape shp = shapes[pick++ % shape_count];
+                const shape shp = quant_shapes[pick++ % shape_count];
                 uint64_t h = pick;
                 if (quick() && testdata::splitmix(h) % 32 != 0) continue;
                 CAPTURE(int(in_t));
@@ -74,7 +74,7 @@ TEST_CASE("quant: GPU payloads and decodes equal the host backend (sweep)") {
 TEST_CASE("quant: every shape for the benchmark specs, all three dtypes") {
   testg::gpu_backend b;
   uint64_t pick = 0;
-  for (const shape& shp : shapes)
+  for (const shape& shp : quant_shapes)
     for (dtype in_t : {dtype::f32, dtype::f16, dtype::bf16})
       for (uint32_t bits : {2u, 4u, 8u})
         for (rounding r : {rounding::nearest, rounding::stochastic}) {

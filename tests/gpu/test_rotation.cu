@@ -21,7 +21,7 @@ const char* const specs[] = {
 };
 
 // Tails after the blocks, rows shorter than a block, 1-D tensors, one row of 8192.
-const shape shapes[] = {shape(0), shape(1), shape(1000), shape(4, 512), shape(3, 200), shape(5, 77), shape(2, 8200),
+const shape rotation_shapes[] = {shape(0), shape(1), shape(1000), shape(4, 512), shape(3, 200), shape(5, 77), shape(2, 8200),
                         shape(1, 8192)};
 
 }  // namespace
@@ -30,7 +30,7 @@ TEST_CASE("rotation: GPU payloads and decodes equal the host backend") {
   testg::gpu_backend b;
   uint64_t seed = 40, pair = 0;
   for (const char* text : specs)
-    for (const shape& shp : shapes) {
+    for (const shape& shp : rotation_shapes) {
       ++pair;
       for (dtype in_t : {dtype::f32, dtype::bf16}) {
         // The reduced suite: every spec and shape still, in one input dtype (alternating).
