@@ -3,6 +3,7 @@
 // kernel's occupancy (detail::grid_for), so a large grid never queues blocks in waves.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -39,7 +40,8 @@ TEST_CASE("grids: at most the device's resident blocks at the kernel's occupancy
   CHECK(cd::grid_for<count_kernel>(uint64_t(1) << 40, 1, dg) == resident);  // the kept answer
   CHECK(cd::grid_for<count_kernel>(resident - 1, 1, dg) == resident - 1);
   CHECK(cd::grid_for<count_kernel>(0, 1, dg) == 1);  // block 0 of a header writer always runs
-  CHECK(cd::grid_for<count_kernel>(10 * cd::block_threads + 1, cd::block_threads, dg) == std::min<uint64_t>(11, resident));
+  CHECK(cd::grid_for<count_kernel>(10 * cd::block_threads + 1, cd::block_threads, dg) ==
+        std::min<uint64_t>(11, resident));
   // Dynamic shared memory lowers the occupancy, and the grid with it.
   const size_t smem = 40 << 10;
   CHECK(cd::grid_for<count_kernel>(uint64_t(1) << 40, 1, dg, dim3(cd::block_threads), smem) ==

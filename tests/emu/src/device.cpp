@@ -166,7 +166,8 @@ using namespace pipecodec_emu::detail;
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* kernel, int block_size,
                                                           size_t dynamic_shared) {
   constexpr int sm_threads = 2048, sm_blocks = 32, sm_shared = 228 << 10, reserved_per_block = 1 << 10;
-  if (blocks == nullptr || kernel == nullptr || block_size <= 0 || block_size > 1024) return fail(cudaErrorInvalidValue);
+  if (blocks == nullptr || kernel == nullptr || block_size <= 0 || block_size > 1024)
+    return fail(cudaErrorInvalidValue);
   if (config().resident_blocks > 0) {
     *blocks = config().resident_blocks;
     return cudaSuccess;

@@ -50,8 +50,8 @@ double ratio(uint64_t a, uint64_t b) { return b == 0 ? 0.0 : double(a) / double(
 void print_row(op o, const char* text, dtype t, const shape& shp, const pipecodec_emu::kernel_traffic& k,
                const char* floor, uint64_t watched) {
   std::printf("%s,\"%s\",%s,%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%.2f,%" PRIu64 ",%.2f,%.3f\n",
-              op_name(o), text, dtype_name(t), shp.size(), k.name.c_str(), k.launches, k.bytes_read, k.bytes_written, floor,
-              ratio(k.watched_read, watched), k.lane_bytes, ratio(k.request_sectors, k.requests),
+              op_name(o), text, dtype_name(t), shp.size(), k.name.c_str(), k.launches, k.bytes_read, k.bytes_written,
+              floor, ratio(k.watched_read, watched), k.lane_bytes, ratio(k.request_sectors, k.requests),
               ratio(k.ideal_sectors, k.request_sectors));
 }
 

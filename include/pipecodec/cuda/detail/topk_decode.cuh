@@ -66,7 +66,8 @@ __global__ void __launch_bounds__(Threads)
 }
 
 // Kept value e of a validated payload: raw, or dequantized from its chunk's bit planes
-// exactly as the host's reader does.
+// exactly as the host's reader does. `qp` is values_as_quant(tp), built once per thread: built
+// per value, it made the RandK re-selection's scatter spill.
 __device__ inline float kept_value(const topk_payload& tp, const quant_payload& qp, uint64_t e) {
   const uint8_t* vals = tp.bytes + tp.layout.values_offset;
   switch (tp.desc.values) {
@@ -95,7 +96,8 @@ __global__ void __launch_bounds__(block_threads) topk_zero_kernel(void* out, uin
 
 // out[pos] = (or +=) kept value e of a validated payload.
 template <dtype Out, bool Accumulate>
-__device__ __forceinline__ void put_kept(const topk_payload& tp, const quant_payload& qp, void* out, uint64_t pos, uint64_t e) {
+__device__ __forceinline__ void put_kept(const topk_payload& tp, const quant_payload& qp, void* out, uint64_t pos,
+                                         uint64_t e) {
   const float v = kept_value(tp, qp, e);
   store<Out>(out, pos, Accumulate ? add_rn(load<Out>(out, pos), v) : v);
 }
