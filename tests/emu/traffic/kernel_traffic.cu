@@ -10,9 +10,9 @@
 // for a few specs; TopK's shared-mask mode encodes and decodes at a mask's positions (the mask
 // read once more in the floor). CSV on stdout, one row per kernel and a "total" row per
 // operation.
-//   kernel_traffic [ELEMENTS] [FILTER] [f32]   ELEMENTS (default 2^20) inputs, as 1024 rows
+//   kernel_traffic [ELEMENTS] [FILTER] [fp32]  ELEMENTS (default 2^20) inputs, as 1024 rows
 //                       (row-scoped and lowrank specs) or one row; FILTER: specs containing it;
-//                       f32: fp32 inputs only
+//                       fp32: fp32 inputs only
 #include <cuda_runtime.h>
 
 #include <cinttypes>
@@ -38,7 +38,6 @@ struct device_bytes {
 };
 
 enum class op { encode, decode, ef_encode, ef21_encode, ef21_decode, aqsgd_encode, aqsgd_decode, ef_sample_encode };
-const char* dtype_name(dtype t) { return t == dtype::f16 ? "f16" : t == dtype::bf16 ? "bf16" : "f32"; }
 const char* op_name(op o) {
   static const char* const names[] = {"encode",       "decode",       "ef_encode",   "ef21_encode",
                                       "ef21_decode",  "aqsgd_encode", "aqsgd_decode", "ef_sample_encode"};
@@ -50,7 +49,7 @@ double ratio(uint64_t a, uint64_t b) { return b == 0 ? 0.0 : double(a) / double(
 void print_row(op o, const char* text, dtype t, const shape& shp, const pipecodec_emu::kernel_traffic& k,
                const char* floor, uint64_t watched) {
   std::printf("%s,\"%s\",%s,%" PRIu64 ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%.2f,%" PRIu64 ",%.2f,%.3f\n",
-              op_name(o), text, dtype_name(t), shp.size(), k.name.c_str(), k.launches, k.bytes_read, k.bytes_written,
+              op_name(o), text, to_string(t), shp.size(), k.name.c_str(), k.launches, k.bytes_read, k.bytes_written,
               floor, ratio(k.watched_read, watched), k.lane_bytes, ratio(k.request_sectors, k.requests),
               ratio(k.ideal_sectors, k.request_sectors));
 }
@@ -153,10 +152,10 @@ bool measure(const char* text, uint64_t n, dtype in_t, bool& counted) {
 // of the same shape, scope and k, not counted), encoded and decoded. Floors: the input (the
 // payload) read once, the mask's bytes read once, the payload (the output) written once.
 bool measure_shared(const char* text, uint64_t n) {
-  spec s, ms;
+  spec s;
   if (!check(parse_spec(text, s), "parse", text)) return false;
-  const std::string mask_text = std::string(text).substr(0, std::strlen(text) - std::strlen(",mask=shared"));
-  if (!check(parse_spec(mask_text, ms), "parse", mask_text.c_str())) return false;
+  spec ms = s;
+  ms.topk.shared_mask = false;
   const shape shp = shape_for(text, n);
   const std::vector<uint8_t> x = testdata::as_bytes(testdata::uniform(shp.size(), 7), dtype::f32);
   const size_t mcap = encoded_bytes(ms, shp), cap = encoded_bytes(s, shp);
@@ -289,9 +288,9 @@ const char* const state_specs[] = {"quant:bits=4,group=128", "topk:ratio=0.1,sco
 int main(int argc, char** argv) {
   const uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : uint64_t(1) << 20;
   const char* filter = argc > 2 ? argv[2] : "";
-  const bool f32_only = argc > 3 && std::strcmp(argv[3], "f32") == 0;
+  const bool fp32_only = argc > 3 && std::strcmp(argv[3], "fp32") == 0;
   if (n < 1024 || n % 1024 != 0) {
-    std::fprintf(stderr, "usage: kernel_traffic [ELEMENTS (a multiple of 1024)] [FILTER] [f32]\n");
+    std::fprintf(stderr, "usage: kernel_traffic [ELEMENTS (a multiple of 1024)] [FILTER] [fp32]\n");
     return 2;
   }
   std::printf("op,spec,dtype,elements,kernel,launches,bytes_read,bytes_written,floor_bytes,ratio_to_floor,input_reads,"
@@ -303,7 +302,7 @@ int main(int argc, char** argv) {
     if (!measure(text, n, dtype::f32, counted)) return 1;
   }
   for (const char* text : half_specs) {
-    if (f32_only || std::strstr(text, filter) == nullptr) continue;
+    if (fp32_only || std::strstr(text, filter) == nullptr) continue;
     std::fprintf(stderr, "kernel_traffic: %s, fp16 and bf16 inputs\n", text);
     for (dtype t : {dtype::f16, dtype::bf16})
       if (!measure(text, n, t, counted)) return 1;
