@@ -169,10 +169,10 @@ TEST_CASE("payload sizes are exact; index=auto picks the smallest layout, crosso
       (void)testk::encode(topk_spec(0.05, 0, topk_scope::row, ix, v), x.data(), dtype::f32, rs);
 }
 
-TEST_CASE("fp16 / bf16 values are the kept values rounded once; decode_accumulate adds at kept positions only") {
+TEST_CASE("fp32 / fp16 / bf16 values are the kept values (rounded once); decode_accumulate adds at kept positions only") {
   const shape shp(5, 300);
   const auto x = testdata::activations(shp.size(), 9);
-  for (auto v : {value_kind::f16, value_kind::bf16}) {
+  for (auto v : {value_kind::f32, value_kind::f16, value_kind::bf16}) {
     const spec s = testk::topk_spec(0.1, 0, topk_scope::row, index_layout::automatic, v);
     const auto payload = testk::encode(s, x.data(), dtype::f32, shp);
     const auto pos = testk::positions_of(payload);
@@ -184,8 +184,9 @@ TEST_CASE("fp16 / bf16 values are the kept values rounded once; decode_accumulat
     for (uint64_t u = 0; u < shp.rows; ++u)
       for (uint64_t i : pos[u]) kept[u * shp.cols + i] = 1;
     for (size_t i = 0; i < x.size(); ++i) {
-      const float r = v == value_kind::f16 ? detail::f16_to_f32(detail::f32_to_f16(x[i]))
-                                           : detail::bf16_to_f32(detail::f32_to_bf16(x[i]));
+      const float r = v == value_kind::f32   ? x[i]
+                      : v == value_kind::f16 ? detail::f16_to_f32(detail::f32_to_f16(x[i]))
+                                             : detail::bf16_to_f32(detail::f32_to_bf16(x[i]));
       REQUIRE(testk::same_bits(acc[i], kept[i] ? before[i] + r : before[i]));
     }
   }

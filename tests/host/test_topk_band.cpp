@@ -47,7 +47,8 @@ constexpr int key_kinds = 8;
 
 TEST_CASE("one selector over many units (a tensor's rows) keeps what a sort keeps") {
   // Rows share the selector's memory of the last k-th key: bands around it, moved, widened,
-  // halved, streaming floors from it, and the radix select when all of them miss.
+  // halved, streaming floors from it, and the radix select when all of them miss; rows of up
+  // to 1024 keys select among their nonzero keys (all zero, fewer than k nonzero, ties).
   uint64_t rng = 31;
   for (int tensor = 0; tensor < 60; ++tensor) {
     const int kind = tensor % key_kinds;
@@ -127,7 +128,7 @@ TEST_CASE("each band verdict, the streaming floor's guesses and the small exact 
   // select_small against a sort, with ties at the threshold.
   uint64_t rng = 3;
   for (int trial = 0; trial < 300; ++trial) {
-    const uint32_t n = 1 + uint32_t(splitmix(rng) % small_select_max);
+    const uint32_t n = 1 + uint32_t(splitmix(rng) % (trial % 3 ? small_select_max : 200));  // streaming: up to 95
     std::vector<uint32_t> c(n);
     for (auto& v : c) v = uint32_t(splitmix(rng) % (trial % 2 ? 8 : 1u << 31));
     const uint64_t r = 1 + splitmix(rng) % n;
@@ -176,5 +177,37 @@ TEST_CASE("the block writer: every index layout and value kind at unit offsets o
         }
       }
     }
+  }
+}
+
+TEST_CASE("rows' exact selection among their nonzero keys: a sample's band, then the side that holds the k-th") {
+  uint64_t rng = 12;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int kind = trial % key_kinds;
+    const uint32_t n = 1 + uint32_t(splitmix(rng) % (trial % 4 == 0 ? 64 : 1024));
+    std::vector<uint32_t> c(n), tmp(n);
+    for (auto& v : c) v = trial % 11 == 5 ? uint32_t(splitmix(rng) % 3) : draw_key(kind, rng);  // few distinct keys
+    const uint64_t r = 1 + splitmix(rng) % n;
+    std::vector<uint32_t> sorted = c;
+    std::sort(sorted.begin(), sorted.end(), std::greater<uint32_t>());
+    const uint64_t greater = uint64_t(std::count_if(c.begin(), c.end(), [&](uint32_t v) { return v > sorted[r - 1]; }));
+    CAPTURE(trial);
+    CAPTURE(n);
+    CAPTURE(r);
+    const topk_threshold t = select_rank(c.data(), tmp.data(), n, r);
+    REQUIRE(t.mask == ~0u);
+    REQUIRE(t.prefix == sorted[r - 1]);
+    REQUIRE(t.take_equal == r - greater);
+  }
+  for (int trial = 0; trial < 2000; ++trial) {  // the sample's order statistics, ties included
+    uint32_t s[16];
+    for (auto& v : s) v = trial % 2 ? uint32_t(splitmix(rng) % 4) : uint32_t(splitmix(rng));
+    std::vector<uint32_t> want(s, s + 16);
+    std::sort(want.begin(), want.end(), std::greater<uint32_t>());
+    const uint32_t upper = uint32_t(splitmix(rng) % 16), lower = uint32_t(splitmix(rng) % 16);
+    uint32_t at_upper = 0, at_lower = 0;
+    sample_at_ranks(s, upper, lower, at_upper, at_lower);
+    REQUIRE(at_upper == want[upper]);
+    REQUIRE(at_lower == want[lower]);
   }
 }

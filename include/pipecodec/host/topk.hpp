@@ -5,6 +5,7 @@
 
 #include "buffer_checks.hpp"
 #include "compress_block.hpp"
+#include "expand_bitmap.hpp"
 #include "quant.hpp"
 #include "topk_read.hpp"
 #include "topk_band.hpp"
@@ -245,6 +246,15 @@ template <bool Accumulate>
 inline status scatter(const topk_payload& tp, const topk_payload* mask, tensor_view out, void* ws,
                       size_t ws_size) {
   const topk_layout& L = tp.layout;
+#if defined(PIPECODEC_HOST_AVX512)
+  const topk_payload& at = mask ? *mask : tp;
+  if (has_index_section(at.desc) && at.desc.index == index_layout::bitmap && tp.desc.values == value_kind::f32 &&
+      out.type == dtype::f32) {
+    expand_bitmap_f32<Accumulate>(at.bytes + at.layout.index_offset, tp.bytes + L.values_offset, L.n,
+                                  static_cast<float*>(out.data));
+    return status::success;
+  }
+#endif
   if (!Accumulate && L.n > 0) memset(out.data, 0, L.n * dtype_bytes(out.type));
   // A full-size workspace lends its candidate region; without one the selection re-reads keys.
   const topk_workspace W = make_topk_workspace(tp.desc, L);

@@ -5,6 +5,8 @@
 //   selection among the gathered keys gives the threshold;
 // - short units (rows) with k <= 16: one pass gathers the keys at or above a floor that rises
 //   as it goes (select_streaming);
+// - rows of up to short_unit_max keys: their nonzero keys copied once into a local buffer,
+//   then bands around the previous row's k-th key over that buffer (select_short);
 // - other short units: bands around the previous unit's k-th key, moved and resized by what
 //   each pass counted (unit_selector::search); a row is in the cache after the first.
 // A guess only decides the speed, never the result: when it misses, the radix select runs.
@@ -54,13 +56,43 @@ inline void band_pass(const KeyFn& key, uint64_t m, band b, uint32_t* cand, uint
   inside = n;
 }
 
-// Few keys: each one's count of keys at least as large (count_keys, 16 at a time with
-// AVX-512); the largest key that `remaining` keys reach is the threshold.
+// Few keys: the k-th largest is the smallest key with fewer than `remaining` keys above it.
+// With AVX-512 every key's count of larger keys grows in its lane (keys and counts in up to
+// eight 16-lane registers: bands pass at most small_select_max keys, a streaming buffer up
+// to 4 * 16 + 31), and a masked minimum picks the key.
 constexpr uint64_t small_select_max = 64;
 inline topk_threshold select_small(const uint32_t* c, uint32_t n, uint64_t remaining) {
-  uint32_t kth = 0;
-  for (uint32_t i = 0; i < n; ++i)
-    if (c[i] > kth && count_keys<false>(c, n, c[i]) >= remaining) kth = c[i];
+  uint32_t kth = ~0u;
+#if defined(PIPECODEC_HOST_AVX512)
+  constexpr uint32_t most_regs = 8;
+  if (n <= 16 * most_regs) {
+    __m512i v[most_regs], above[most_regs];
+    __mmask16 valid[most_regs];
+    const uint32_t regs = (n + 15) / 16;
+    for (uint32_t q = 0; q < regs; ++q) {
+      valid[q] = n - 16 * q >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - 16 * q)) - 1);
+      v[q] = _mm512_maskz_loadu_epi32(valid[q], c + 16 * q);
+      above[q] = _mm512_setzero_si512();
+    }
+    const __m512i one = _mm512_set1_epi32(1);
+    for (uint32_t j = 0; j < n; ++j) {  // key j counts for every key below it
+      const __m512i at = _mm512_set1_epi32(int(c[j]));
+      for (uint32_t q = 0; q < regs; ++q)
+        above[q] = _mm512_mask_add_epi32(above[q], _mm512_mask_cmp_epu32_mask(valid[q], v[q], at, _MM_CMPINT_LT),
+                                         above[q], one);
+    }
+    const __m512i want = _mm512_set1_epi32(int(remaining));
+    for (uint32_t q = 0; q < regs; ++q) {
+      const __mmask16 reach = _mm512_mask_cmp_epu32_mask(valid[q], above[q], want, _MM_CMPINT_LT);
+      const uint32_t least = _mm512_mask_reduce_min_epu32(reach, v[q]);  // ~0u where no lane reaches
+      kth = least < kth ? least : kth;
+    }
+  } else
+#endif
+  {
+    for (uint32_t i = 0; i < n; ++i)
+      if (c[i] < kth && count_keys<true>(c, n, c[i]) < remaining) kth = c[i];
+  }
   topk_threshold t;
   t.mask = ~0u;
   t.prefix = kth;
@@ -129,6 +161,88 @@ inline band_verdict try_band(const KeyFn& key, uint64_t m, uint64_t k, band b, u
   return band_verdict::inside;
 }
 
+// Copies the nonzero keys of the m keys to nz, in order; returns how many there are.
+template <class KeyFn>
+inline uint32_t gather_nonzero(const KeyFn& key, uint64_t m, uint32_t* nz) {
+  uint32_t n = 0;
+  for (uint64_t i = 0; i < m; i += key_block) {
+    uint32_t c[key_block], bits = 0;
+    if (m - i >= key_block) {
+      for (uint32_t l = 0; l < key_block; ++l) c[l] = key(i + l);
+      bits = masked_key_bits<false>(c, ~0u, 1u);
+    } else {
+      for (uint32_t l = 0; l < uint32_t(m - i); ++l) {
+        c[l] = key(i + l);
+        bits |= uint32_t(c[l] != 0) << l;
+      }
+    }
+    compress_keys(c, bits, nz + n);
+    n += uint32_t(__builtin_popcount(bits));
+  }
+  return n;
+}
+
+// The keys of 16 whose descending ranks (ties in index order) are `upper` and `lower`: each
+// key's rank is the count of keys above it and of equal keys before it. With AVX-512 the
+// ranks grow in the keys' lanes and a compare finds the lane of each rank.
+inline void sample_at_ranks(const uint32_t (&s)[16], uint32_t upper, uint32_t lower, uint32_t& at_upper,
+                            uint32_t& at_lower) {
+#if defined(PIPECODEC_HOST_AVX512)
+  const __m512i v = _mm512_loadu_si512(s), one = _mm512_set1_epi32(1);
+  __m512i rank = _mm512_setzero_si512();
+  for (uint32_t j = 0; j < 16; ++j) {  // key j ranks before every smaller key, and equal ones after it
+    const __m512i at = _mm512_set1_epi32(int(s[j]));
+    const __mmask16 below = _mm512_cmp_epu32_mask(v, at, _MM_CMPINT_LT);
+    const __mmask16 tie_after = _mm512_mask_cmp_epu32_mask(__mmask16(0xFFFEu << j), v, at, _MM_CMPINT_EQ);
+    rank = _mm512_mask_add_epi32(rank, _kor_mask16(below, tie_after), rank, one);
+  }
+  at_upper = uint32_t(_mm512_cvtsi512_si32(
+      _mm512_maskz_compress_epi32(_mm512_cmpeq_epi32_mask(rank, _mm512_set1_epi32(int(upper))), v)));
+  at_lower = uint32_t(_mm512_cvtsi512_si32(
+      _mm512_maskz_compress_epi32(_mm512_cmpeq_epi32_mask(rank, _mm512_set1_epi32(int(lower))), v)));
+#else
+  for (uint32_t i = 0; i < 16; ++i) {
+    uint32_t rank = 0;
+    for (uint32_t j = 0; j < 16; ++j) rank += uint32_t(s[j] > s[i]) | (uint32_t(s[j] == s[i]) & uint32_t(j < i));
+    if (rank == upper) at_upper = s[i];
+    if (rank == lower) at_lower = s[i];
+  }
+#endif
+}
+
+// The threshold that keeps the r largest of c[0, n), 0 < r <= n (c and tmp, n keys each, are
+// overwritten): a sample of 16 keys gives a band that should hold the r-th largest, one pass
+// counts the keys above it and gathers those inside (or, on a miss, the side that holds it),
+// and the selection goes on among the gathered keys; 32 or fewer are ranked by select_small.
+inline topk_threshold select_rank(uint32_t* c, uint32_t* tmp, uint32_t n, uint64_t r) {
+  constexpr uint32_t sample = 16, margin = 2;
+  while (n > 2 * sample) {
+    uint32_t s[sample];
+    for (uint32_t i = 0; i < sample; ++i) s[i] = c[i * n / sample];
+    const uint32_t at = uint32_t((r - 1) * sample / n);  // the r-th largest's rank in the sample
+    band b;
+    sample_at_ranks(s, at >= margin ? at - margin : 0, at + margin < sample ? at + margin : sample - 1, b.hi, b.lo);
+    if (at < margin) b.hi = ~0u;
+    const auto in_c = [c](uint64_t i) { return c[i]; };
+    uint64_t above = 0, inside = 0, side = 0, unused = 0;
+    band_pass(in_c, n, b, tmp, n, above, inside);
+    if (above >= r) {  // b.hi < ~0u: some key is above it
+      band_pass(in_c, n, band{b.hi + 1, ~0u}, tmp, n, unused, side);
+    } else if (above + inside < r) {  // b.lo > 0: some key is below it
+      r -= above + inside;
+      band_pass(in_c, n, band{0, b.lo - 1}, tmp, n, unused, side);
+    } else {
+      r -= above;
+      if (b.lo == b.hi) return topk_threshold{~0u, b.lo, r};
+      if (inside == n) return select_among(c, n, r, topk_threshold{});  // no progress: few distinct keys
+      side = inside;
+    }
+    n = uint32_t(side);
+    std::swap(c, tmp);
+  }
+  return select_small(c, n, r);
+}
+
 // A band around the k-th key of the m keys, from 64 evenly spaced runs (for_each_sampled,
 // 1 key in 256, gathered in cand): the sample's keys at ranks r -+ 6 sigma + 16 of the
 // binomial count above the k-th key. A larger sample narrows the band but costs more to
@@ -169,16 +283,18 @@ struct unit_selector {
   template <class KeyFn>
   topk_threshold select(const KeyFn& key, uint64_t m, uint64_t k, uint32_t* cand, uint64_t cap) {
     topk_threshold t;
-    if (k == 0 || k >= m || cap == 0) return radix_select(key, m, k, cand, cap, radix);
+    if (k == 0 || k >= m) return radix_select(key, m, k, cand, cap, radix);  // keep nothing or all
     if (m >= band_sample_min) {
       band b;
       uint64_t above = 0, inside = 0;
       if (sample_band(key, m, k, cand, cap, b) && try_band(key, m, k, b, cand, cap, t, above, inside) == band_verdict::inside)
         return remember(t);
-    } else if (k <= stream_select_max_k) {
-      if ((have_last && select_streaming(key, m, k, cand, cap, last > (1u << 23) ? last - (1u << 23) : 0u, t)) ||
-          select_streaming(key, m, k, cand, cap, 0, t))
-        return remember(t);
+    } else if (k <= stream_select_max_k &&
+               ((have_last && select_streaming(key, m, k, cand, cap, last > (1u << 23) ? last - (1u << 23) : 0u, t)) ||
+                select_streaming(key, m, k, cand, cap, 0, t))) {
+      return remember(t);
+    } else if (m <= short_unit_max) {
+      return remember(select_short(key, m, k));
     } else if (have_last && search(key, m, k, cand, cap, t)) {
       return remember(t);
     }
@@ -186,6 +302,21 @@ struct unit_selector {
   }
 
  private:
+  // Rows whose keys fit twice in 8 KiB of stack: the nonzero keys (about half of a ReLU's
+  // output) are copied once, and the selection reads only them, from L1. At most k nonzero
+  // keys make the k-th key zero. Otherwise bands around the last k-th key search the copy
+  // (its length is their candidate room, so none overflows), and select_among finishes
+  // when they miss.
+  static constexpr uint64_t short_unit_max = 1024;
+
+  template <class KeyFn>
+  topk_threshold select_short(const KeyFn& key, uint64_t m, uint64_t k) {
+    uint32_t nz[short_unit_max], inside[short_unit_max];
+    const uint32_t n = gather_nonzero(key, m, nz);
+    if (n <= k) return topk_threshold{~0u, 0u, k - n};
+    return select_rank(nz, inside, n, k);
+  }
+
   static constexpr uint32_t search_steps = 8;
 
   template <class KeyFn>
