@@ -5,8 +5,8 @@
 //   selection among the gathered keys gives the threshold;
 // - short units (rows) with k <= 16: one pass gathers the keys at or above a floor that rises
 //   as it goes (select_streaming);
-// - rows of up to short_unit_max keys: their nonzero keys copied once into a local buffer,
-//   then bands around the previous row's k-th key over that buffer (select_short);
+// - rows of up to 1024 keys with k > 16: their nonzero keys copied once into a local buffer,
+//   then bands from samples of that buffer, narrowed until few keys remain (select_rank);
 // - other short units: bands around the previous unit's k-th key, moved and resized by what
 //   each pass counted (unit_selector::search); a row is in the cache after the first.
 // A guess only decides the speed, never the result: when it misses, the radix select runs.
@@ -304,9 +304,8 @@ struct unit_selector {
  private:
   // Rows whose keys fit twice in 8 KiB of stack: the nonzero keys (about half of a ReLU's
   // output) are copied once, and the selection reads only them, from L1. At most k nonzero
-  // keys make the k-th key zero. Otherwise bands around the last k-th key search the copy
-  // (its length is their candidate room, so none overflows), and select_among finishes
-  // when they miss.
+  // keys make the k-th key zero; otherwise select_rank narrows among the copy (the second
+  // buffer is its gathering room, so nothing overflows and no radix select is needed).
   static constexpr uint64_t short_unit_max = 1024;
 
   template <class KeyFn>
