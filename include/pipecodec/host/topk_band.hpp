@@ -161,27 +161,6 @@ inline band_verdict try_band(const KeyFn& key, uint64_t m, uint64_t k, band b, u
   return band_verdict::inside;
 }
 
-// Copies the nonzero keys of the m keys to nz, in order; returns how many there are.
-template <class KeyFn>
-inline uint32_t gather_nonzero(const KeyFn& key, uint64_t m, uint32_t* nz) {
-  uint32_t n = 0;
-  for (uint64_t i = 0; i < m; i += key_block) {
-    uint32_t c[key_block], bits = 0;
-    if (m - i >= key_block) {
-      for (uint32_t l = 0; l < key_block; ++l) c[l] = key(i + l);
-      bits = masked_key_bits<false>(c, ~0u, 1u);
-    } else {
-      for (uint32_t l = 0; l < uint32_t(m - i); ++l) {
-        c[l] = key(i + l);
-        bits |= uint32_t(c[l] != 0) << l;
-      }
-    }
-    compress_keys(c, bits, nz + n);
-    n += uint32_t(__builtin_popcount(bits));
-  }
-  return n;
-}
-
 // The keys of 16 whose descending ranks (ties in index order) are `upper` and `lower`: each
 // key's rank is the count of keys above it and of equal keys before it. With AVX-512 the
 // ranks grow in the keys' lanes and a compare finds the lane of each rank.
@@ -311,9 +290,10 @@ struct unit_selector {
   template <class KeyFn>
   topk_threshold select_short(const KeyFn& key, uint64_t m, uint64_t k) {
     uint32_t nz[short_unit_max], inside[short_unit_max];
-    const uint32_t n = gather_nonzero(key, m, nz);
+    uint64_t unused = 0, n = 0;
+    band_pass(key, m, band{1u, ~0u}, nz, m, unused, n);  // every nonzero key, in order
     if (n <= k) return topk_threshold{~0u, 0u, k - n};
-    return select_rank(nz, inside, n, k);
+    return select_rank(nz, inside, uint32_t(n), k);
   }
 
   static constexpr uint32_t search_steps = 8;
