@@ -1,6 +1,7 @@
 // AQ-SGD per-sample store: bitwise sender/receiver equality over random batches mixing seen
 // and unseen samples, convergence of m to fixed activations, capacity, and hostile messages.
 #include <algorithm>
+#include <cstring>
 
 #include "../common/print.hpp"
 #include "../common/state_check.hpp"
@@ -73,6 +74,83 @@ TEST_CASE("AQ-SGD: sender and receiver stores stay bit-identical (mixed batches,
       }
       CHECK(mixed > 5);  // the run did exercise batches mixing seen and unseen samples
       CHECK(p.tx.count() <= 40);
+    }
+  }
+}
+
+// A TopK delta part updates m only at its kept elements (host/aqsgd.hpp, apply_delta_kept).
+// Reference: the update written out with the stateless calls, m = T(fp32(m) + D(payload)) with
+// D added at the kept elements only (decode_accumulate), so T(fp32(m)) elsewhere: -0 stays -0
+// and a NaN becomes its quiet NaN. The stores get NaNs with other payloads (as a restored
+// checkpoint may hold) and inputs with NaN, infinities and subnormals.
+TEST_CASE("AQ-SGD with TopK: m changes at the kept elements only, as decode_accumulate and T() give") {
+  const char* const codecs[] = {"topk:ratio=0.1,scope=row", "topk:ratio=0.05,index=bitmap",
+                                "topk:k=21,scope=row,index=u16,values=quant,bits=4", "topk:ratio=0.3,index=u32,values=fp16",
+                                "topk:k=21,scope=tensor,index=bitmap,values=bf16"};
+  uint64_t rng = 11;
+  for (const char* codec : codecs) {
+    for (dtype st_t : all_dtypes) {
+      CAPTURE_TEXT(codec);
+      CAPTURE_TEXT(storage_name(st_t));
+      const uint64_t cols = 1 + testdata::splitmix(rng) % 300, max_rows = 9, width = dtype_bytes(st_t);
+      const auto c = store_config(codec, cols, st_t, 24);
+      pair_of_sides p(c, max_rows);
+      uint64_t delta_rows_seen = 0, odd_nans = 0;
+      for (uint64_t step = 0; step < 25; ++step) {
+        CAPTURE(step);
+        const uint64_t rows = 1 + testdata::splitmix(rng) % max_rows;
+        const auto ids = draw_ids(rows, 20, rng);
+        const dtype in_t = all_dtypes[testdata::splitmix(rng) % 3];
+        const auto x = step % 5 == 3 ? testdata::extreme(rows * cols, step) : testdata::activations(rows * cols, step);
+        const auto a = testdata::as_bytes(x, in_t);
+        if (step % 6 == 4) {  // NaNs with payloads no update writes, in both stores alike
+          const uint8_t nan16[2][2] = {{0x01, 0x7C}, {0x55, 0xFD}}, nanbf[2][2] = {{0x81, 0x7F}, {0x85, 0xFF}};
+          const uint8_t nan32[4] = {0x01, 0x00, 0x80, 0x7F};
+          for (host::aqsgd_state* side : {&p.tx, &p.rx})
+            for (uint64_t e = step; e < side->count() * cols; e += 7) {
+              const uint8_t* v = st_t == dtype::f32 ? nan32 : st_t == dtype::f16 ? nan16[e % 2] : nanbf[e % 2];
+              std::memcpy(static_cast<uint8_t*>(side->store().rows.data) + e * width, v, width);
+            }
+          odd_nans += p.tx.count() > 0;
+        }
+        const auto before = snapshot(p.tx.store().rows);
+        size_t len = 0;
+        REQUIRE(ok(p.tx.encode(ids.data(), const_tensor_view{a.data(), in_t, shape(rows, cols)}, step == 0,
+                               p.msg.data(), p.msg.size(), step, &len)));
+        REQUIRE(ok(p.rx.decode(p.msg.data(), len, ids.data())));
+        REQUIRE(snapshot(p.tx) == snapshot(p.rx));
+        aqsgd_frame f;
+        REQUIRE(ok(detail::parse_aqsgd_frame(p.msg.data(), len, f)));
+        const uint8_t* kinds = p.msg.data() + f.kinds_offset();
+        // Each delta row (part order = batch order) before the step, as fp32, plus D(payload).
+        std::vector<uint64_t> slots;
+        for (uint64_t r = 0; r < rows; ++r)
+          if (kinds[r] == aqsgd_row_delta) slots.push_back(p.tx.store().table.find(ids[r]));
+        const uint64_t drows = slots.size();
+        delta_rows_seen += drows;
+        std::vector<float> ref(drows * cols);
+        REQUIRE(ok(detail::dispatch_dtype(st_t, [&](auto tc) {
+          for (uint64_t k = 0; k < drows; ++k)
+            for (uint64_t j = 0; j < cols; ++j)
+              ref[k * cols + j] = detail::load<decltype(tc)::value>(before.data(), slots[k] * cols + j);
+          return status::success;
+        })));
+        if (drows > 0)
+          REQUIRE(ok(host::decode_accumulate(p.msg.data() + f.delta_offset(), f.delta_bytes,
+                                             tensor_view{ref.data(), dtype::f32, shape(drows, cols)})));
+        std::vector<uint8_t> want(width);
+        for (uint64_t k = 0; k < drows; ++k)
+          for (uint64_t j = 0; j < cols; ++j) {
+            REQUIRE(ok(detail::dispatch_dtype(st_t, [&](auto tc) {
+              detail::store<decltype(tc)::value>(want.data(), 0, ref[k * cols + j]);
+              return status::success;
+            })));
+            const uint8_t* got = static_cast<const uint8_t*>(p.tx.store().rows.data) + (slots[k] * cols + j) * width;
+            REQUIRE(std::memcmp(got, want.data(), width) == 0);
+          }
+      }
+      CHECK(delta_rows_seen > 50);
+      CHECK(odd_nans >= 3);
     }
   }
 }
