@@ -194,7 +194,9 @@ TEST_CASE("rows' exact selection among their nonzero keys: a sample's band, then
     CAPTURE(trial);
     CAPTURE(n);
     CAPTURE(r);
-    const topk_threshold t = select_rank(c.data(), tmp.data(), n, r);
+    // Every few trials the passes may read only 0-3 n keys before select_among takes over.
+    const topk_threshold t = trial % 5 == 4 ? select_rank(c.data(), tmp.data(), n, r, uint32_t(trial / 5 % 4))
+                                            : select_rank(c.data(), tmp.data(), n, r);
     REQUIRE(t.mask == ~0u);
     REQUIRE(t.prefix == sorted[r - 1]);
     REQUIRE(t.take_equal == r - greater);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 
 #include "compress_block.hpp"
 #include "topk_select.hpp"
@@ -49,7 +50,7 @@ inline void band_pass(const KeyFn& key, uint64_t m, band b, uint32_t* cand, uint
       }
     }
     const uint32_t count = uint32_t(__builtin_popcount(bits));
-    if (count != 0 && n + count <= cap) compress_keys(c, bits, cand + n);  // else only counted
+    if (n + count <= cap) compress_keys(c, bits, cand + n);  // else only counted; no branch on count
     n += count;
   }
   above = a;
@@ -141,26 +142,6 @@ inline bool select_streaming(const KeyFn& key, uint64_t m, uint64_t k, uint32_t*
   return true;
 }
 
-// Where the k-th key lies against a band, from one band_pass.
-enum class band_verdict { above, inside, below, overflow };
-
-// Passes over the keys with b; on `inside`, t is the threshold of the k largest.
-template <class KeyFn>
-inline band_verdict try_band(const KeyFn& key, uint64_t m, uint64_t k, band b, uint32_t* cand, uint64_t cap,
-                             topk_threshold& t, uint64_t& above, uint64_t& inside) {
-  band_pass(key, m, b, cand, cap, above, inside);
-  if (above >= k) return band_verdict::above;
-  if (above + inside < k) return band_verdict::below;
-  if (b.lo == b.hi) {  // every key inside equals the k-th
-    t = topk_threshold{~0u, b.lo, k - above};
-    return band_verdict::inside;
-  }
-  if (inside > cap) return band_verdict::overflow;
-  t = inside <= small_select_max ? select_small(cand, uint32_t(inside), k - above)
-                                 : select_among(cand, inside, k - above, topk_threshold{});
-  return band_verdict::inside;
-}
-
 // The keys of 16 whose descending ranks (ties in index order) are `upper` and `lower`: each
 // key's rank is the count of keys above it and of equal keys before it. With AVX-512 the
 // ranks grow in the keys' lanes and a compare finds the lane of each rank.
@@ -193,9 +174,15 @@ inline void sample_at_ranks(const uint32_t (&s)[16], uint32_t upper, uint32_t lo
 // overwritten): a sample of 16 keys gives a band that should hold the r-th largest, one pass
 // counts the keys above it and gathers those inside (or, on a miss, the side that holds it),
 // and the selection goes on among the gathered keys; 32 or fewer are ranked by select_small.
-inline topk_threshold select_rank(uint32_t* c, uint32_t* tmp, uint32_t n, uint64_t r) {
+// A band keeps about a quarter of the keys, so the passes read about 4/3 n keys in all; keys
+// whose order defeats the samples (each band a few keys wide) would make that quadratic, so
+// once the passes would read more than max_reads * n keys the rest goes to select_among.
+inline topk_threshold select_rank(uint32_t* c, uint32_t* tmp, uint32_t n, uint64_t r, uint32_t max_reads = 8) {
   constexpr uint32_t sample = 16, margin = 2;
+  uint64_t budget = max_reads * uint64_t(n);
   while (n > 2 * sample) {
+    if (budget < 2 * uint64_t(n)) return select_among(c, n, r, topk_threshold{});
+    budget -= 2 * uint64_t(n);
     uint32_t s[sample];
     for (uint32_t i = 0; i < sample; ++i) s[i] = c[i * n / sample];
     const uint32_t at = uint32_t((r - 1) * sample / n);  // the r-th largest's rank in the sample
@@ -222,29 +209,53 @@ inline topk_threshold select_rank(uint32_t* c, uint32_t* tmp, uint32_t n, uint64
   return select_small(c, n, r);
 }
 
+// Where the k-th key lies against a band, from one band_pass.
+enum class band_verdict { above, inside, below, overflow };
+
+// Passes over the keys with b; on `inside`, t is the threshold of the k largest.
+template <class KeyFn>
+inline band_verdict try_band(const KeyFn& key, uint64_t m, uint64_t k, band b, uint32_t* cand, uint64_t cap,
+                             topk_threshold& t, uint64_t& above, uint64_t& inside) {
+  band_pass(key, m, b, cand, cap, above, inside);
+  if (above >= k) return band_verdict::above;
+  if (above + inside < k) return band_verdict::below;
+  if (b.lo == b.hi) {  // every key inside equals the k-th
+    t = topk_threshold{~0u, b.lo, k - above};
+    return band_verdict::inside;
+  }
+  if (inside > cap) return band_verdict::overflow;
+  // Many keys inside (a long unit's sampled band holds about 1.5 % of it at k = 10 %) narrow
+  // by select_rank's few passes, much cheaper there than nth_element, where the buffer has
+  // room for its second half.
+  if (inside <= small_select_max)
+    t = select_small(cand, uint32_t(inside), k - above);
+  else if (inside <= cap / 2 && inside <= ~0u)
+    t = select_rank(cand, cand + inside, uint32_t(inside), k - above);
+  else
+    t = select_among(cand, inside, k - above, topk_threshold{});
+  return band_verdict::inside;
+}
+
 // A band around the k-th key of the m keys, from 64 evenly spaced runs (for_each_sampled,
-// 1 key in 256, gathered in cand): the sample's keys at ranks r -+ 6 sigma + 16 of the
-// binomial count above the k-th key. A larger sample narrows the band but costs more to
-// order than the selection inside the band saves (measured at 0.1-10 % of 2^24 keys).
+// 1 key in 256, gathered in cand, with room for a copy and select_rank's second buffer): the
+// sample's keys at ranks r -+ 6 sigma + 16 of the binomial count above the k-th key. A larger
+// sample narrows the band but costs more to order than the selection inside the band saves
+// (measured at 0.1-10 % of 2^24 keys).
 constexpr uint64_t band_sample_stride = 256;
 template <class KeyFn>
 inline bool sample_band(const KeyFn& key, uint64_t m, uint64_t k, uint32_t* cand, uint64_t cap, band& b) {
   const uint64_t s = 64 * (m / (64 * band_sample_stride));
-  if (s == 0 || s > cap) return false;
+  if (s == 0 || 3 * s > cap || s > ~0u) return false;
   uint64_t n = 0;
   for_each_sampled(m, band_sample_stride, [&](uint64_t i) { cand[n++] = key(i); });
+  uint32_t *copy = cand + s, *tmp = cand + 2 * s;
+  memcpy(copy, cand, s * sizeof(uint32_t));
   const double p = double(k) / double(m), mean = p * double(s);
   const uint64_t margin = uint64_t(6.0 * std::sqrt(mean * (1.0 - p))) + 16;
   const uint64_t r = uint64_t(mean);
   const uint64_t lo_rank = r + margin < s ? r + margin : s - 1;  // 0-based, descending
-  std::nth_element(cand, cand + lo_rank, cand + s, std::greater<uint32_t>());
-  b.lo = cand[lo_rank];
-  if (r <= margin) {
-    b.hi = ~0u;
-  } else {
-    std::nth_element(cand, cand + (r - margin), cand + lo_rank, std::greater<uint32_t>());
-    b.hi = cand[r - margin];
-  }
+  b.lo = select_rank(cand, tmp, uint32_t(s), lo_rank + 1).prefix;
+  b.hi = r <= margin ? ~0u : select_rank(copy, tmp, uint32_t(s), r - margin + 1).prefix;
   return true;
 }
 
