@@ -4,7 +4,7 @@
 // (steady-state delta path). Each reports bytes_moved, the logical traffic of the scheme
 // (inputs read + outputs written: x, state read, state written, payload), and copy_ratio:
 // the time a memcpy moving the same number of bytes (bytes_moved / 2 copied) took in the
-// same run divided by the scheme's time (1.0 = copy speed).
+// same run divided by the scheme's time, each the best of 20 (1.0 = copy speed).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -39,13 +39,13 @@ std::vector<float> input(uint64_t seed) {
   return v;
 }
 
-// Seconds for a memcpy moving `bytes` (bytes / 2 read, bytes / 2 written): best of 5.
+// Seconds for a memcpy moving `bytes` (bytes / 2 read, bytes / 2 written): best of 20.
 double copy_seconds(uint64_t bytes) {
   static std::vector<uint8_t> src, dst;
   src.resize(bytes / 2, 1);
   dst.resize(bytes / 2);
   double best = 1e30;
-  for (int r = 0; r < 5; ++r) {
+  for (int r = 0; r < 20; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     std::memcpy(dst.data(), src.data(), src.size());
     benchmark::ClobberMemory();
@@ -54,21 +54,23 @@ double copy_seconds(uint64_t bytes) {
   return best;
 }
 
-// Runs `step` under the benchmark loop with manual timing and sets the counters.
+// Runs `step` under the benchmark loop with manual timing and sets the counters; copy_ratio
+// compares best with best (a mean of steps against the best copy would charge the scheme
+// for every pause of this noisy guest).
 template <class Step>
 void run(benchmark::State& state, uint64_t bytes, Step&& step) {
-  double total = 0;
+  double best = 1e30;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     if (!pc::ok(step())) state.SkipWithError("step failed");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     state.SetIterationTime(s);
-    total += s;
+    best = std::min(best, s);
   }
-  const double per_iter = total / double(state.iterations());
   state.SetBytesProcessed(int64_t(bytes) * state.iterations());
   state.counters["bytes_moved"] = double(bytes);
-  state.counters["copy_ratio"] = copy_seconds(bytes) / per_iter;
+  state.counters["best_ms"] = 1e3 * best;
+  state.counters["copy_ratio"] = copy_seconds(bytes) / best;
 }
 
 void BM_ef_encode(benchmark::State& state) {
@@ -138,12 +140,12 @@ void BM_aqsgd(benchmark::State& state, bool receiver) {
 
 }  // namespace
 
-BENCHMARK(BM_ef_encode)->UseManualTime()->Iterations(4)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ef21_encode)->UseManualTime()->Iterations(4)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ef21_decode)->UseManualTime()->Iterations(4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ef_encode)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ef21_encode)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ef21_decode)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_aqsgd, sender, false)
-    ->Arg(int(pc::dtype::f32))->Arg(int(pc::dtype::f16))->UseManualTime()->Iterations(4)->Unit(benchmark::kMillisecond);
+    ->Arg(int(pc::dtype::f32))->Arg(int(pc::dtype::f16))->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_aqsgd, receiver, true)
-    ->Arg(int(pc::dtype::f32))->Arg(int(pc::dtype::f16))->UseManualTime()->Iterations(4)->Unit(benchmark::kMillisecond);
+    ->Arg(int(pc::dtype::f32))->Arg(int(pc::dtype::f16))->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

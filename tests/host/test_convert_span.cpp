@@ -107,3 +107,45 @@ TEST_CASE("convert spans: convert_span and zip_spans over lengths across chunks"
       }
   }
 }
+
+TEST_CASE("state spans: a - b and state + d in T equal the element-wise update, every fp16 pattern") {
+  // b / state: a permutation of all 2^16 patterns (NaNs with payloads, infinities, subnormals);
+  // a / d: the fp32 patterns, so sums overflow fp16, cancel, and meet NaN and Inf of both signs.
+  const auto f = f32_patterns();
+  const uint64_t n = 65536;
+  std::vector<uint16_t> h(n + 5);
+  for (uint32_t i = 0; i < h.size(); ++i) h[i] = uint16_t(i * 40503u);
+  for (uint64_t off : {0, 1, 5}) {
+    CAPTURE(off);
+    std::vector<float> got(n), d(f.begin() + long(off), f.begin() + long(off + n));
+    host::detail::sub_span<dtype::f32, dtype::f16>(f.data(), off, h.data(), off, n, got.data());
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; ++i)
+      bad += f32_bits(got[i]) != f32_bits(pipecodec::detail::sub_rn(f[off + i], pipecodec::detail::load<dtype::f16>(h.data(), off + i)));
+    CHECK(bad == 0);
+    for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
+      CAPTURE(t);
+      pipecodec::detail::dispatch_dtype(t, [&](auto tc) {
+        constexpr dtype T = decltype(tc)::value;
+        std::vector<uint8_t> state((n + 5) * dtype_bytes(T)), want;
+        for (uint64_t i = 0; i < n + 5; ++i)
+          pipecodec::detail::store<T>(state.data(), i, pipecodec::detail::load<dtype::f16>(h.data(), i));
+        if (T == dtype::f16) memcpy(state.data(), h.data(), state.size());  // NaN payloads kept
+        want = state;
+        for (uint64_t i = 0; i < n; ++i)
+          pipecodec::detail::store<T>(want.data(), off + i,
+                                      pipecodec::detail::add_rn(pipecodec::detail::load<T>(want.data(), off + i), d[i]));
+        host::detail::accumulate_span<T>(state.data(), off, d.data(), n);
+        CHECK(state == want);
+        return status::success;
+      });
+    }
+  }
+  for (uint64_t len : {uint64_t(0), uint64_t(15), uint64_t(17), uint64_t(300)}) {  // tails of a block
+    std::vector<uint16_t> s(len, 0x3C00), want(len, 0x3C00);
+    std::vector<float> d(len, 0.5f);
+    for (uint64_t i = 0; i < len; ++i) pipecodec::detail::store<dtype::f16>(want.data(), i, 1.5f);
+    host::detail::accumulate_span<dtype::f16>(s.data(), 0, d.data(), len);
+    CHECK(s == want);
+  }
+}

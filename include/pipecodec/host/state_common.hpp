@@ -68,27 +68,6 @@ inline status check_codec(const void* payload, size_t len, codec_id expected) {
 // instead of in passes over the whole tensor.
 inline bool tiled(const spec& s) { return s.codec == codec_id::quant && s.quant.rotate == rotation::none; }
 
-// out[0 .. n) = fp32(a - b) for a[a_off ..] of type A and b[b_off ..] of type B: the codec
-// input of EF21 (x - g) and of AQ-SGD's delta rows (a - m).
-template <dtype A, dtype B>
-inline void sub_span(const void* a, uint64_t a_off, const void* b, uint64_t b_off, uint64_t n, float* out) {
-  zip_spans<A, B>(a, a_off, b, b_off, n, [&](uint64_t j, const float* av, const float* bv, uint64_t len) {
-    for (uint64_t k = 0; k < len; ++k) out[j + k] = sub_rn(av[k], bv[k]);
-  });
-}
-
-// state[at .. at + n) = T(fp32(state + d)) for state of type T: the update decode_accumulate
-// applies, for d already decoded.
-template <dtype T>
-inline void accumulate_span(void* state, uint64_t at, const float* d, uint64_t n) {
-  zip_spans<T, dtype::f32>(state, at, d, 0, n, [&](uint64_t j, const float* sv, const float* dv, uint64_t len) {
-    float tmp[span_chunk];
-    float* r = span_out<T>(state, at + j, tmp);
-    for (uint64_t k = 0; k < len; ++k) r[k] = add_rn(sv[k], dv[k]);
-    store_span<T>(r, len, state, at + j);
-  });
-}
-
 // Converting copy of n elements (widening is exact; narrowing rounds once, to nearest even).
 inline status convert(const void* src, dtype ts, void* dst, dtype td, uint64_t n) {
   return dispatch_dtype(ts, [&](auto sc) {
