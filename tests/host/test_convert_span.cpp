@@ -120,8 +120,10 @@ TEST_CASE("state spans: a - b and state + d in T equal the element-wise update, 
     std::vector<float> got(n), d(f.begin() + long(off), f.begin() + long(off + n));
     host::detail::sub_span<dtype::f32, dtype::f16>(f.data(), off, h.data(), off, n, got.data());
     uint64_t bad = 0;
-    for (uint64_t i = 0; i < n; ++i)
-      bad += f32_bits(got[i]) != f32_bits(pipecodec::detail::sub_rn(f[off + i], pipecodec::detail::load<dtype::f16>(h.data(), off + i)));
+    for (uint64_t i = 0; i < n; ++i) {
+      const float b = pipecodec::detail::load<dtype::f16>(h.data(), off + i);
+      bad += f32_bits(got[i]) != f32_bits(pipecodec::detail::sub_rn(f[off + i], b));
+    }
     CHECK(bad == 0);
     for (dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
       CAPTURE(t);
@@ -132,9 +134,10 @@ TEST_CASE("state spans: a - b and state + d in T equal the element-wise update, 
           pipecodec::detail::store<T>(state.data(), i, pipecodec::detail::load<dtype::f16>(h.data(), i));
         if (T == dtype::f16) memcpy(state.data(), h.data(), state.size());  // NaN payloads kept
         want = state;
-        for (uint64_t i = 0; i < n; ++i)
-          pipecodec::detail::store<T>(want.data(), off + i,
-                                      pipecodec::detail::add_rn(pipecodec::detail::load<T>(want.data(), off + i), d[i]));
+        for (uint64_t i = 0; i < n; ++i) {
+          const float m = pipecodec::detail::load<T>(want.data(), off + i);
+          pipecodec::detail::store<T>(want.data(), off + i, pipecodec::detail::add_rn(m, d[i]));
+        }
         host::detail::accumulate_span<T>(state.data(), off, d.data(), n);
         CHECK(state == want);
         return status::success;

@@ -80,8 +80,9 @@ TEST_CASE("AQ-SGD: sender and receiver stores stay bit-identical (mixed batches,
 
 // A TopK delta part changes m at its kept elements only. Reference: the update written out with
 // the stateless calls, m = T(fp32(m) + D(payload)) with D added at the kept elements only
-// (decode_accumulate), so T(fp32(m)) elsewhere: -0 stays -0 and a NaN becomes its quiet NaN. The stores get NaNs with other payloads (as a restored
-// checkpoint may hold) and inputs with NaN, infinities and subnormals.
+// (decode_accumulate), so T(fp32(m)) elsewhere: -0 stays -0 and a NaN becomes its quiet NaN.
+// The stores get NaNs with other payloads (as a restored checkpoint may hold) and inputs with
+// NaN, infinities and subnormals.
 TEST_CASE("AQ-SGD with TopK: m changes at the kept elements only, as decode_accumulate and T() give") {
   const char* const codecs[] = {"topk:ratio=0.1,scope=row", "topk:ratio=0.05,index=bitmap",
                                 "topk:k=21,scope=row,index=u16,values=quant,bits=4", "topk:ratio=0.3,index=u32,values=fp16",
