@@ -144,14 +144,38 @@ inline void pack_chunk(const uint8_t (&codes)[32], uint32_t* planes) {
 #endif
 }
 
+template <uint32_t Bits>
+struct code_values;
+
+#if defined(PIPECODEC_HOST_AVX512)
+// dequantize(code, s, o, z) of 16 code lanes: a lookup in the group's 16 values for up to
+// 4 bits (the permute reads the low 4 bits of each lane), else the same operations in order.
+template <uint32_t Bits>
+struct code_values {
+  __m512 scale, offset, zero, table;
+  code_values(float s, float o, float z)
+      : scale(_mm512_set1_ps(s)), offset(_mm512_set1_ps(o)), zero(_mm512_set1_ps(z)),
+        table(values(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))) {}
+  __m512 values(__m512 codes) const { return _mm512_add_ps(offset, _mm512_mul_ps(_mm512_sub_ps(codes, zero), scale)); }
+  // codes: the code in the low byte of each lane, other bits anything.
+  __m512 operator()(__m512i codes) const {
+    if constexpr (Bits <= 4) return _mm512_permutexvar_ps(codes, table);
+    return values(_mm512_cvtepi32_ps(_mm512_and_si512(codes, _mm512_set1_epi32(0xFF))));
+  }
+};
+#endif
+
 #if defined(__AVX2__)
 // quantize_nearest / quantize_stochastic of 32 fp32 values and their bit planes, all in
 // registers. Same operations in the same order: (x - o) * pre * inv, clamp (max/min return
 // the bound for NaN and on ties, as clamp_code does), + z, then round.
 // u: the 32 uniforms of the chunk (stochastic only); planes: where the Bits planes go (4 bytes each).
-template <uint32_t Bits, rounding R>
+// With Decode (AVX-512 only), decoded[0..32) receives the codes' values (what decode_group
+// gives: `values` holds the group's stored scale and offset); it may be x itself.
+template <uint32_t Bits, rounding R, bool Decode = false>
 inline void quantize_pack_f32(const float* x, const pipecodec::detail::group_params& p,
-                              const pipecodec::detail::quant_consts& c, const float* u, void* planes) {
+                              const pipecodec::detail::quant_consts& c, const float* u, void* planes,
+                              const code_values<Bits>* values = nullptr, float* decoded = nullptr) {
 #if defined(PIPECODEC_HOST_AVX512)
   const __m512 off = _mm512_set1_ps(p.offset), pre = _mm512_set1_ps(p.pre), inv = _mm512_set1_ps(p.inv);
   const __m512 lo = _mm512_set1_ps(c.lo), hi = _mm512_set1_ps(c.hi), zero = _mm512_set1_ps(c.zero);
@@ -169,9 +193,13 @@ inline void quantize_pack_f32(const float* x, const pipecodec::detail::group_par
                                 _mm512_set1_epi32(1));
     }
     b[k] = _mm512_cvtepi32_epi8(q);  // the low byte of each lane: the code
+    if constexpr (Decode) _mm512_storeu_ps(decoded + 16 * k, (*values)(q));
   }
   planes_from_bytes<Bits>(_mm256_inserti128_si256(_mm256_castsi128_si256(b[0]), b[1], 1), planes);
 #else
+  static_assert(!Decode, "decoded values need AVX-512");
+  (void)values;
+  (void)decoded;
   const __m256 off = _mm256_set1_ps(p.offset), pre = _mm256_set1_ps(p.pre), inv = _mm256_set1_ps(p.inv);
   const __m256 lo = _mm256_set1_ps(c.lo), hi = _mm256_set1_ps(c.hi), zero = _mm256_set1_ps(c.zero);
   __m256i q[4];
@@ -220,12 +248,8 @@ inline void unpack_chunk(const uint32_t* planes, uint8_t (&codes)[32]) {
 // (planes_from_bytes), then dequantize's operations, or for up to 4 bits a lookup in the
 // group's 16 values computed the same way.
 template <uint32_t Bits>
-struct chunk_values {
-  __m512 scale, offset, zero, table;
-  chunk_values(float s, float o, float z)
-      : scale(_mm512_set1_ps(s)), offset(_mm512_set1_ps(o)), zero(_mm512_set1_ps(z)),
-        table(values(_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))) {}
-  __m512 values(__m512 codes) const { return _mm512_add_ps(offset, _mm512_mul_ps(_mm512_sub_ps(codes, zero), scale)); }
+struct chunk_values : code_values<Bits> {
+  using code_values<Bits>::code_values;
   void operator()(const uint8_t* src, float* v) const {
     const __m256i p = _mm256_maskz_loadu_epi32(__mmask8((1u << Bits) - 1u), src);
     // Qword k, byte 7 - j: byte k of plane j, so the affine step's row i is plane i.
@@ -233,7 +257,7 @@ struct chunk_values {
     const __m256i codes = _mm256_gf2p8affine_epi64_epi8(_mm256_set1_epi64x(int64_t(0x8040201008040201ull)), t, 0);
     for (uint32_t h = 0; h < 2; ++h) {
       const __m512i c = _mm512_cvtepu8_epi32(h == 0 ? _mm256_castsi256_si128(codes) : _mm256_extracti128_si256(codes, 1));
-      _mm512_storeu_ps(v + 16 * h, Bits <= 4 ? _mm512_permutexvar_ps(c, table) : values(_mm512_cvtepi32_ps(c)));
+      _mm512_storeu_ps(v + 16 * h, code_values<Bits>::operator()(c));
     }
   }
 };

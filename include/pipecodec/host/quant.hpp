@@ -135,10 +135,14 @@ inline group_params group_setup(const void* x, uint64_t x0, const quant_params& 
   return p;
 }
 
-// Group g's code planes, once its parameters are known.
-template <dtype In, uint32_t Bits, rounding R>
+// Group g's code planes, once its parameters are known. With Decode (AVX-512, fp32 input),
+// `decoded` (the tensor from element x0 on, as x; it may be x) receives the values decode
+// gives for the group: p's scale and offset are the stored ones bit for bit (make_params
+// rounds them onto the stored grid and never gives -0).
+template <dtype In, uint32_t Bits, rounding R, bool Decode = false>
 inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L,
-                               uint64_t g, const group_params& p, const randomness& rnd, uint8_t* payload) {
+                               uint64_t g, const group_params& p, const randomness& rnd, uint8_t* payload,
+                               float* decoded = nullptr) {
   const uint64_t len = L.group_size(g);
   const draw d = R == rounding::stochastic ? rounding_draw(rnd, q.rng, L.cols, L.group_begin(g)) : draw{};
   const uint64_t begin = L.group_begin(g) - x0;  // in x
@@ -147,6 +151,9 @@ inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q
 #if defined(__AVX2__)
   float u[128];  // uniforms of elements u_begin .. u_end - 1 of the group
   uint64_t u_begin = 0, u_end = 0;
+#endif
+#if defined(PIPECODEC_HOST_AVX512)
+  const code_values<Bits> values(p.scale, p.offset, c.zero);
 #endif
   for (uint64_t e = 0; e < len; e += 32, dst += Bits * 4) {
     float v[32];
@@ -164,7 +171,12 @@ inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q
             u_end = e + (four ? 128 : 32);
           }
         }
+#if defined(PIPECODEC_HOST_AVX512)
+        quantize_pack_f32<Bits, R, Decode>(static_cast<const float*>(x) + begin + e, p, c, u + (e - u_begin), dst,
+                                           &values, decoded + begin + e);
+#else
         quantize_pack_f32<Bits, R>(static_cast<const float*>(x) + begin + e, p, c, u + (e - u_begin), dst);
+#endif
         continue;
       }
 #endif
@@ -176,26 +188,29 @@ inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q
       quantize_chunk<Bits, R>(v, p, c, d, e, codes);
       for (uint32_t l = cnt; l < 32; ++l) codes[l] = 0;  // padding lanes are zero on the wire
     }
+    if constexpr (Decode)
+      for (uint32_t l = 0; l < 32 && e + l < len; ++l) decoded[begin + e + l] = dequantize(codes[l], p.scale, p.offset, c.zero);
     pack_chunk<Bits>(codes, planes);
     memcpy(dst, planes, sizeof(planes));
   }
 }
 
-template <dtype In, uint32_t Bits>
+template <dtype In, uint32_t Bits, bool Decode = false>
 inline void encode_codes(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L, uint64_t g,
-                         const group_params& p, const randomness& rnd, uint8_t* payload) {
+                         const group_params& p, const randomness& rnd, uint8_t* payload, float* decoded = nullptr) {
   if (q.round == rounding::nearest)
-    encode_group_codes<In, Bits, rounding::nearest>(x, x0, q, L, g, p, rnd, payload);
+    encode_group_codes<In, Bits, rounding::nearest, Decode>(x, x0, q, L, g, p, rnd, payload, decoded);
   else
-    encode_group_codes<In, Bits, rounding::stochastic>(x, x0, q, L, g, p, rnd, payload);
+    encode_group_codes<In, Bits, rounding::stochastic, Decode>(x, x0, q, L, g, p, rnd, payload, decoded);
 }
 
 #if defined(PIPECODEC_HOST_AVX512)
 // Groups g0 .. g0 + m - 1 (m <= 16, no outliers): statistics, parameters of all 16 at once
-// (host/params_simd.hpp), the stored scales and offsets, then the codes.
-template <dtype In, uint32_t Bits>
+// (host/params_simd.hpp), the stored scales and offsets, then the codes (and with Decode
+// their decoded values, as encode_group_codes).
+template <dtype In, uint32_t Bits, bool Decode = false>
 inline void encode_16_groups(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L, uint64_t g0,
-                             uint64_t m, const randomness& rnd, uint8_t* payload) {
+                             uint64_t m, const randomness& rnd, uint8_t* payload, float* decoded = nullptr) {
   alignas(64) float lo[16] = {}, hi[16] = {};
   for (uint64_t k = 0; k < m; ++k) {
     const group_stats st = group_statistics<In>(x, L.group_begin(g0 + k) - x0, L.group_size(g0 + k));
@@ -227,7 +242,7 @@ inline void encode_16_groups(const void* x, uint64_t x0, const quant_params& q, 
       p.pre = P.pre[k];
       p.inv = P.inv[k];
     }
-    encode_codes<In, Bits>(x, x0, q, L, g0 + k, p, rnd, payload);
+    encode_codes<In, Bits, Decode>(x, x0, q, L, g0 + k, p, rnd, payload, decoded);
   }
 }
 #endif
@@ -412,6 +427,14 @@ inline status encode_quant_tiled(const quant_params& q, const shape& shp, float*
     constexpr uint32_t B = decltype(bc)::value;
     for_each_tile(L, [&](uint64_t g0, uint64_t g1, uint64_t first, uint64_t count) {
       fill(first, count, buf);
+#if defined(PIPECODEC_HOST_AVX512)
+      if (L.outliers == 0) {  // the codes' values replace the tile as they are encoded
+        for (uint64_t g = g0; g < g1; g += 16)
+          encode_16_groups<dtype::f32, B, true>(buf, first, q, L, g, g1 - g < 16 ? g1 - g : 16, rnd, p, buf);
+        update(first, count, static_cast<const float*>(buf));
+        return;
+      }
+#endif
       encode_groups<dtype::f32, B>(buf, first, q, L, g0, g1, rnd, p);
       for (uint64_t g = g0; g < g1; ++g) decode_group<dtype::f32, B, false>(qp, g, buf, first);
       update(first, count, static_cast<const float*>(buf));
