@@ -1,7 +1,7 @@
 // Host benchmarks of the stateful schemes at n = 2^24 elements with 4-bit quantization
-// (group 128, nearest): EF and EF21 sender steps, EF21 receiver step, AQ-SGD sender and
-// receiver steps on a batch of 4096 samples x 4096 features whose samples are all seen
-// (steady-state delta path). Each reports bytes_moved, the logical traffic of the scheme
+// (group 128, nearest): EF and EF21 sender steps, EF21 receiver step (g alone, g and an fp32
+// output), AQ-SGD sender and receiver steps on a batch of 4096 samples x 4096 features whose
+// samples are all seen (steady-state delta path). Each reports bytes_moved, the logical traffic of the scheme
 // (inputs read + outputs written: x, state read, state written, payload), and copy_ratio:
 // the time a memcpy moving the same number of bytes (bytes_moved / 2 copied) took in the
 // same run divided by the scheme's time, each the best of 20 (1.0 = copy speed).
@@ -97,7 +97,9 @@ void BM_ef21_encode(benchmark::State& state) {
   });
 }
 
-void BM_ef21_decode(benchmark::State& state) {
+// The receiver updates g alone, or g and an fp32 output (the receiver's tensor, as the
+// policy endpoints ask for it).
+void BM_ef21_decode(benchmark::State& state, bool with_out) {
   const pc::spec s = quant4();
   const pc::shape shp(kRows, kCols);
   pc::host::ef21_state tx, rx;
@@ -107,7 +109,9 @@ void BM_ef21_decode(benchmark::State& state) {
   std::vector<uint8_t> payload(tx.payload_bytes());
   if (!pc::ok(tx.encode(pc::const_tensor_view{x.data(), pc::dtype::f32, shp}, payload.data(), payload.size())))
     return state.SkipWithError("encode");
-  run(state, 8 * kN + payload.size(), [&] { return rx.decode(payload.data(), payload.size()); });
+  std::vector<float> out(with_out ? kN : 0);
+  const pc::tensor_view ov{with_out ? out.data() : nullptr, pc::dtype::f32, shp};
+  run(state, (with_out ? 12 : 8) * kN + payload.size(), [&] { return rx.decode(payload.data(), payload.size(), ov); });
 }
 
 // AQ-SGD with all samples already in both stores (state dtype from the argument).
@@ -142,7 +146,8 @@ void BM_aqsgd(benchmark::State& state, bool receiver) {
 
 BENCHMARK(BM_ef_encode)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ef21_encode)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ef21_decode)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ef21_decode, state, false)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ef21_decode, out, true)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_aqsgd, sender, false)
     ->Arg(int(pc::dtype::f32))->Arg(int(pc::dtype::f16))->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_aqsgd, receiver, true)

@@ -13,6 +13,14 @@ const char* const specs[] = {"quant:bits=4,group=row", "quant:bits=2,round=stoch
 
 }  // namespace
 
+// The receiver's tensor is g: out holds g converted to out's dtype. (ef21_state's receiver
+// updates g and writes out a tile at a time for quantization; ef21_decode in two passes.)
+void require_out_is_g(const_tensor_view g, const std::vector<uint8_t>& out, dtype out_t) {
+  std::vector<uint8_t> want(out.size());
+  REQUIRE(ok(host::detail::convert(g.data, g.type, want.data(), out_t, g.shp.size())));
+  REQUIRE(want == out);
+}
+
 TEST_CASE("EF21: sender and receiver state stay bit-identical (every storage dtype, random steps)") {
   uint64_t rng = 7;
   for (const char* text : specs) {
@@ -25,17 +33,18 @@ TEST_CASE("EF21: sender and receiver state stay bit-identical (every storage dty
       REQUIRE(ok(tx.init(s, shp, st_t)));
       REQUIRE(ok(rx.init(s, shp, st_t)));
       std::vector<uint8_t> payload(tx.payload_bytes());
-      std::vector<float> out(shp.size());
+      std::vector<uint8_t> out(4 * shp.size());
       for (int step = 0; step < 40; ++step) {
         CAPTURE(step);
-        const dtype in_t = all_dtypes[testdata::splitmix(rng) % 3];
+        const dtype in_t = all_dtypes[testdata::splitmix(rng) % 3], out_t = all_dtypes[step % 3];
         const auto x = make_step(shp.size(), rng + step, in_t);
         size_t len = 0;
         REQUIRE(ok(tx.encode(const_tensor_view{x.bytes.data(), in_t, shp}, payload.data(), payload.size(),
                              step, &len)));
-        REQUIRE(ok(rx.decode(payload.data(), len, tensor_view{out.data(), dtype::f32, shp})));
+        out.assign(shp.size() * dtype_bytes(out_t), 0xAB);
+        REQUIRE(ok(rx.decode(payload.data(), len, tensor_view{out.data(), out_t, shp})));
         REQUIRE(snapshot(tx.state()) == snapshot(rx.state()));
-        REQUIRE(to_f32(rx.state()) == out);  // the receiver's tensor is g
+        require_out_is_g(rx.state(), out, out_t);
       }
     }
   }
@@ -146,6 +155,15 @@ TEST_CASE("EF and EF21: failed calls leave the state untouched") {
   std::vector<float> wrong_out(5);
   CHECK(rx.decode(payload.data(), len, tensor_view{wrong_out.data(), dtype::f32, shape(5)}) ==
         status::shape_mismatch);
+  // The same with an output, which the receiver writes while it updates g: neither changes.
+  std::vector<float> out(shp.size(), 3.0F);
+  const tensor_view ov{out.data(), dtype::f32, shp};
+  for (size_t cut = 0; cut < len; ++cut) REQUIRE(!ok(rx.decode(payload.data(), cut, ov)));
+  CHECK(rx.decode(plain.data(), plain.size(), ov) == status::state_mismatch);
+  CHECK(rx.decode(other.data(), other.size(), ov) == status::shape_mismatch);
+  CHECK(rx.decode(bad.data(), len, ov) == status::corrupt_payload);
+  CHECK(rx.decode(payload.data(), len, tensor_view{rx.state().data, dtype::f32, shp}) == status::aliasing);
+  CHECK(out == std::vector<float>(shp.size(), 3.0F));
   CHECK(snapshot(rx.state()) == rx0);
   // The genuine payload still applies and the two sides agree again.
   REQUIRE(ok(rx.decode(payload.data(), len)));

@@ -1,11 +1,11 @@
 // The EF, EF21 and AQ-SGD sender steps run quantization a tile of groups at a time
-// (host/quant.hpp, encode_quant_tiled), and the AQ-SGD receiver applies a quantized delta part a
-// tile at a time (decode_quant_tiled). Payloads and state must be exactly those of the steps
-// written out with the stateless calls: v = fp32(x + e) (EF), fp32(x - g) (EF21) or
-// fp32(a - m) (AQ-SGD delta rows), payload = encode(v), then e = T(fp32(v - decode(payload)))
-// or g, m = T(fp32(g + decode(payload))). Shapes span many tiles, single groups larger than a
-// tile, short last groups, tiles that cross rows, and inputs holding NaN, infinities and
-// subnormals.
+// (host/quant.hpp, encode_quant_tiled), and the EF21 and AQ-SGD receivers apply a quantized
+// payload a tile at a time (decode_quant_tiled). Payloads, state and the EF21 receiver's
+// output must be exactly those of the steps written out with the stateless calls:
+// v = fp32(x + e) (EF), fp32(x - g) (EF21) or fp32(a - m) (AQ-SGD delta rows),
+// payload = encode(v), then e = T(fp32(v - decode(payload))) or g, m = T(fp32(g +
+// decode(payload))). Shapes span many tiles, single groups larger than a tile, short last
+// groups, tiles that cross rows, and inputs holding NaN, infinities and subnormals.
 #include <algorithm>
 
 #include "../common/state_check.hpp"
@@ -139,12 +139,16 @@ TEST_CASE("EF sender: tiled payload and residual equal encode, decode and the re
   });
 }
 
-TEST_CASE("EF21 sender: tiled payload and g equal encode and decode_accumulate written out") {
+// The receiver also updates g and writes its output a tile at a time (quantization, with an
+// output of the input's dtype): both must be decode_accumulate's g and g converted.
+TEST_CASE("EF21 sender and receiver: tiled payload, g and output equal encode and decode_accumulate written out") {
   for_each_tiled_run([](const tiled_run& r, uint64_t seed) {
     const uint64_t n = r.shp.size();
-    host::ef21_state ef;
+    host::ef21_state ef, rx;
     REQUIRE(ok(ef.init(r.s, r.shp, r.state_type)));
+    REQUIRE(ok(rx.init(r.s, r.shp, r.state_type)));
     std::vector<uint8_t> g_ref(n * dtype_bytes(r.state_type), 0);
+    std::vector<uint8_t> out(n * dtype_bytes(r.x_type)), out_ref(out.size());
     for (uint64_t step = 0; step < 3; ++step) {
       CAPTURE(step);
       const auto x = tiled_input(n, seed + step, r.x_type);
@@ -152,6 +156,10 @@ TEST_CASE("EF21 sender: tiled payload and g equal encode and decode_accumulate w
       REQUIRE(ok(host::decode_accumulate(want.data(), want.size(), tensor_view{g_ref.data(), r.state_type, r.shp})));
       require_payload(ef, r, x, step, want);
       REQUIRE(snapshot(ef.state()) == g_ref);
+      REQUIRE(ok(rx.decode(want.data(), want.size(), tensor_view{out.data(), r.x_type, r.shp})));
+      REQUIRE(snapshot(rx.state()) == g_ref);
+      REQUIRE(ok(host::detail::convert(g_ref.data(), r.state_type, out_ref.data(), r.x_type, n)));
+      REQUIRE(out == out_ref);
     }
   });
 }

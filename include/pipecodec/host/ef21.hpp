@@ -65,6 +65,13 @@ inline status ef21_decode(codec_id expected, const void* payload, size_t len, te
                            {out.data, n * dtype_bytes(out.type), true},
                            {workspace, workspace_size, true}}))
     return status::aliasing;
+  if (out.data != nullptr && expected == codec_id::quant) {  // out written while g's tile is in cache
+    const size_t gb = dtype_bytes(g.type), ob = dtype_bytes(out.type);
+    return decode_accumulate_tiled(payload, len, g, [&](uint64_t first, uint64_t count) {
+      (void)convert(static_cast<const uint8_t*>(g.data) + first * gb, g.type,
+                    static_cast<uint8_t*>(out.data) + first * ob, out.type, count);
+    });
+  }
   st = decode_accumulate(payload, len, g, workspace, workspace_size);
   if (ok(st) && out.data != nullptr) st = convert(g.data, g.type, out.data, out.type, g.shp.size());
   return st;

@@ -189,7 +189,8 @@ inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q
       for (uint32_t l = cnt; l < 32; ++l) codes[l] = 0;  // padding lanes are zero on the wire
     }
     if constexpr (Decode)
-      for (uint32_t l = 0; l < 32 && e + l < len; ++l) decoded[begin + e + l] = dequantize(codes[l], p.scale, p.offset, c.zero);
+      for (uint32_t l = 0; l < 32 && e + l < len; ++l)
+        decoded[begin + e + l] = dequantize(codes[l], p.scale, p.offset, c.zero);
     pack_chunk<Bits>(codes, planes);
     memcpy(dst, planes, sizeof(planes));
   }
@@ -501,6 +502,31 @@ inline status decode_quant_tiled(const void* payload, size_t len, const shape& s
     for_each_tile(L, [&](uint64_t g0, uint64_t g1, uint64_t first, uint64_t count) {
       for (uint64_t g = g0; g < g1; ++g) decode_group<dtype::f32, B, false>(qp, g, buf, first);
       update(first, count, static_cast<const float*>(buf));
+    });
+    return status::success;
+  });
+}
+
+// decode_quant<true> into `out`, handing each tile of whole groups to after(first, count)
+// once accumulated, while it is in cache (the EF21 receiver copies its state out there). A
+// rotated payload accumulates whole, as one tile. On any error `out` is left untouched.
+template <class After>
+inline status decode_accumulate_tiled(const void* payload, size_t len, tensor_view out, After&& after) {
+  quant_payload qp;
+  const status st = check_quant_payload(payload, len, out, qp);
+  if (!ok(st)) return st;
+  const quant_layout& L = qp.layout;
+  return dispatch_dtype_bits(out.type, qp.q.bits, [&](auto tc, auto bc) {
+    constexpr dtype T = decltype(tc)::value;
+    constexpr uint32_t B = decltype(bc)::value;
+    if (qp.q.rotate != rotation::none) {
+      decode_rotated<T, B, true>(qp, out.data);
+      after(uint64_t(0), L.n);
+      return status::success;
+    }
+    for_each_tile(L, [&](uint64_t g0, uint64_t g1, uint64_t first, uint64_t count) {
+      for (uint64_t g = g0; g < g1; ++g) decode_group<T, B, true>(qp, g, out.data);
+      after(first, count);
     });
     return status::success;
   });
