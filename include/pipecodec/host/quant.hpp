@@ -2,6 +2,8 @@
 // and pack. Loops work on fixed 32-lane chunks so compilers vectorise them at any -march.
 #pragma once
 
+#include <type_traits>
+
 #include "../core/dispatch.hpp"
 #include "../core/draw.hpp"
 #include "../core/quant_format.hpp"
@@ -153,7 +155,10 @@ inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q
   uint64_t u_begin = 0, u_end = 0;
 #endif
 #if defined(PIPECODEC_HOST_AVX512)
-  const code_values<Bits> values(p.scale, p.offset, c.zero);
+  struct no_values {
+    no_values(float, float, float) {}
+  };  // the plain encode keeps its registers
+  const std::conditional_t<Decode, code_values<Bits>, no_values> values(p.scale, p.offset, c.zero);
 #endif
   for (uint64_t e = 0; e < len; e += 32, dst += Bits * 4) {
     float v[32];
@@ -172,11 +177,13 @@ inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q
           }
         }
 #if defined(PIPECODEC_HOST_AVX512)
-        quantize_pack_f32<Bits, R, Decode>(static_cast<const float*>(x) + begin + e, p, c, u + (e - u_begin), dst,
+        if constexpr (Decode) {
+          quantize_pack_f32<Bits, R, true>(static_cast<const float*>(x) + begin + e, p, c, u + (e - u_begin), dst,
                                            &values, decoded + begin + e);
-#else
-        quantize_pack_f32<Bits, R>(static_cast<const float*>(x) + begin + e, p, c, u + (e - u_begin), dst);
+          continue;
+        }
 #endif
+        quantize_pack_f32<Bits, R>(static_cast<const float*>(x) + begin + e, p, c, u + (e - u_begin), dst);
         continue;
       }
 #endif
