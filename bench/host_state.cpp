@@ -1,10 +1,11 @@
 // Host benchmarks of the stateful schemes at n = 2^24 elements with 4-bit quantization
 // (group 128, nearest): EF and EF21 sender steps, EF21 receiver step (g alone, g and an fp32
 // output), AQ-SGD sender and receiver steps on a batch of 4096 samples x 4096 features whose
-// samples are all seen (steady-state delta path). Each reports bytes_moved, the logical traffic of the scheme
-// (inputs read + outputs written: x, state read, state written, payload), and copy_ratio:
-// the time a memcpy moving the same number of bytes (bytes_moved / 2 copied) took in the
-// same run divided by the scheme's time, each the best of 20 (1.0 = copy speed).
+// samples are all seen (steady-state delta path). Each reports bytes_moved, the logical
+// traffic of the scheme (inputs read + outputs written: x, state read, state written,
+// payload), and copy_ratio: the time a memcpy moving the same number of bytes (bytes_moved / 2
+// copied) took in the same run divided by the scheme's time, each the best of 20 (1.0 = copy
+// speed).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

@@ -11,15 +11,15 @@ namespace {
 const char* const specs[] = {"quant:bits=4,group=row", "quant:bits=2,round=stochastic,group=64",
                              "quant:bits=8,scale=absmax,scale_dtype=fp16", "plain:dtype=bf16"};
 
-}  // namespace
-
-// The receiver's tensor is g: out holds g converted to out's dtype. (ef21_state's receiver
-// updates g and writes out a tile at a time for quantization; ef21_decode in two passes.)
+// The receiver's tensor is g: out holds g converted to out's dtype (written while g is
+// updated, a tile at a time, for quantization payloads).
 void require_out_is_g(const_tensor_view g, const std::vector<uint8_t>& out, dtype out_t) {
   std::vector<uint8_t> want(out.size());
   REQUIRE(ok(host::detail::convert(g.data, g.type, want.data(), out_t, g.shp.size())));
   REQUIRE(want == out);
 }
+
+}  // namespace
 
 TEST_CASE("EF21: sender and receiver state stay bit-identical (every storage dtype, random steps)") {
   uint64_t rng = 7;

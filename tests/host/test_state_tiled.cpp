@@ -1,9 +1,9 @@
 // The EF, EF21 and AQ-SGD sender steps run quantization a tile of groups at a time
 // (host/quant.hpp, encode_quant_tiled), and the EF21 and AQ-SGD receivers apply a quantized
-// payload a tile at a time (decode_quant_tiled). Payloads, state and the EF21 receiver's
-// output must be exactly those of the steps written out with the stateless calls:
-// v = fp32(x + e) (EF), fp32(x - g) (EF21) or fp32(a - m) (AQ-SGD delta rows),
-// payload = encode(v), then e = T(fp32(v - decode(payload))) or g, m = T(fp32(g +
+// payload a tile at a time (decode_accumulate_tiled, decode_quant_tiled). Payloads, state and
+// the EF21 receiver's output must be exactly those of the steps written out with the
+// stateless calls: v = fp32(x + e) (EF), fp32(x - g) (EF21) or fp32(a - m) (AQ-SGD delta
+// rows), payload = encode(v), then e = T(fp32(v - decode(payload))) or g, m = T(fp32(g +
 // decode(payload))). Shapes span many tiles, single groups larger than a tile, short last
 // groups, tiles that cross rows, and inputs holding NaN, infinities and subnormals.
 #include <algorithm>
@@ -141,7 +141,8 @@ TEST_CASE("EF sender: tiled payload and residual equal encode, decode and the re
 
 // The receiver also updates g and writes its output a tile at a time (quantization, with an
 // output of the input's dtype): both must be decode_accumulate's g and g converted.
-TEST_CASE("EF21 sender and receiver: tiled payload, g and output equal encode and decode_accumulate written out") {
+TEST_CASE("EF21 sender and receiver: tiled payload, g and output equal encode and decode_accumulate "
+          "written out") {
   for_each_tiled_run([](const tiled_run& r, uint64_t seed) {
     const uint64_t n = r.shp.size();
     host::ef21_state ef, rx;
