@@ -29,7 +29,7 @@ const char* const tiled_specs[] = {
 };
 
 const shape tiled_shapes[] = {shape(1, 1), shape(3, 1000), shape(2, 5000), shape(37, 333), shape(8, 8192 + 5),
-                        shape(1, 70001)};
+                        shape(1, 70001), shape(0, 5), shape(3, 0)};  // and empty tensors
 
 // Input x of n elements as dtype t: activations, and every seventh step extreme values
 // (NaN, infinities, subnormals) as well.

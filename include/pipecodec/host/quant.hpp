@@ -391,10 +391,10 @@ inline status encode_quant(const quant_params& q, const_tensor_view in, void* pa
 
 // Groups per tile of encode_quant_tiled: about 4096 elements (16 KiB of fp32, so the caller's
 // operands and the tile stay in the first cache levels), whole batches of 16 groups where
-// they fit, at least one group.
+// they fit, at least one group (also the empty group of an empty tensor or row).
 inline uint64_t tile_groups(const quant_layout& L) {
   constexpr uint64_t tile = 4096;
-  const uint64_t g = L.group_len >= tile ? 1 : tile / L.group_len;
+  const uint64_t g = L.group_len == 0 || L.group_len >= tile ? 1 : tile / L.group_len;
   return g >= 16 ? g / 16 * 16 : g;
 }
 
