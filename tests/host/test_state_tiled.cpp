@@ -1,6 +1,6 @@
 // The EF, EF21 and AQ-SGD sender steps run quantization a tile of groups at a time
 // (host/quant.hpp, encode_quant_tiled), and the EF21 and AQ-SGD receivers apply a quantized
-// payload a tile at a time (decode_accumulate_tiled, decode_quant_tiled). Payloads, state and
+// payload a tile at a time (decode_quant with a tile hook). Payloads, state and
 // the EF21 receiver's output must be exactly those of the steps written out with the
 // stateless calls: v = fp32(x + e) (EF), fp32(x - g) (EF21) or fp32(a - m) (AQ-SGD delta
 // rows), payload = encode(v), then e = T(fp32(v - decode(payload))) or g, m = T(fp32(g +

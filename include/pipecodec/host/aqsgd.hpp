@@ -101,10 +101,12 @@ inline status decode_parts(const aqsgd_config& c, const aqsgd_store& s, const ui
   if (mode == delta_apply::tiled) {
     return dispatch_dtype(c.state_type, [&](auto tc) {
       delta_row_cursor at{kinds};
-      return decode_quant_tiled(msg + f.delta_offset(), f.delta_bytes, shape(delta_rows, c.cols), delta_f32,
-                                [&](uint64_t first, uint64_t count, const float* d) {
-                                  apply_delta_tile<decltype(tc)::value>(s, at, slots, c.cols, first, count, d);
-                                });
+      return decode_quant<false, true>(msg + f.delta_offset(), f.delta_bytes,
+                                       tensor_view{delta_f32, dtype::f32, shape(delta_rows, c.cols)},
+                                       [&](uint64_t first, uint64_t count) {
+                                         apply_delta_tile<decltype(tc)::value>(s, at, slots, c.cols, first, count,
+                                                                               delta_f32);
+                                       });
     });
   }
   const status st = dispatch_dtype(c.state_type, [&](auto tc) {

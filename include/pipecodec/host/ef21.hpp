@@ -67,7 +67,7 @@ inline status ef21_decode(codec_id expected, const void* payload, size_t len, te
     return status::aliasing;
   if (out.data != nullptr && expected == codec_id::quant) {  // out written while g's tile is in cache
     const size_t gb = dtype_bytes(g.type), ob = dtype_bytes(out.type);
-    return decode_accumulate_tiled(payload, len, g, [&](uint64_t first, uint64_t count) {
+    return decode_quant<true>(payload, len, g, [&](uint64_t first, uint64_t count) {
       (void)convert(static_cast<const uint8_t*>(g.data) + first * gb, g.type,
                     static_cast<uint8_t*>(out.data) + first * ob, out.type, count);
     });

@@ -471,68 +471,33 @@ inline status check_quant_payload(const void* payload, size_t len, tensor_view o
   return status::success;
 }
 
-// A rejected payload leaves `out` untouched, which accumulating callers rely on.
-template <bool Accumulate>
-inline status decode_quant(const void* payload, size_t len, tensor_view out) {
+struct no_tile_hook {
+  void operator()(uint64_t, uint64_t) const {}
+};
+
+// Decodes (Accumulate: adds) the payload into `out` a tile of whole groups at a time, and
+// hands each tile to after(first, count) while it is in cache: the EF21 receiver copies its
+// state out there, the AQ-SGD receiver applies the tile to its store. With Reuse every tile
+// is written to the start of out (whose room is still the whole tensor's), so the decoded
+// values never leave the cache; without, element i goes to out[i]. A rotated payload decodes
+// whole, as one tile. The whole payload is validated first: a rejected one leaves `out`
+// untouched, which accumulating callers rely on.
+template <bool Accumulate, bool Reuse = false, class After = no_tile_hook>
+inline status decode_quant(const void* payload, size_t len, tensor_view out, After&& after = {}) {
   quant_payload qp;
   const status st = check_quant_payload(payload, len, out, qp);
   if (!ok(st)) return st;
+  const quant_layout& L = qp.layout;
   return dispatch_dtype_bits(out.type, qp.q.bits, [&](auto tc, auto bc) {
     constexpr dtype T = decltype(tc)::value;
     constexpr uint32_t B = decltype(bc)::value;
     if (qp.q.rotate != rotation::none) {
       decode_rotated<T, B, Accumulate>(qp, out.data);
-      return status::success;
-    }
-    for (uint64_t g = 0; g < qp.layout.groups; ++g) decode_group<T, B, Accumulate>(qp, g, out.data);
-    return status::success;
-  });
-}
-
-// The receiving side of encode_quant_tiled: validates the whole payload (a tensor of shape
-// shp) first, then hands its decoded values a tile of whole groups at a time to update(first,
-// count, buf), in buf (room for the whole tensor), for a caller that applies them to its state
-// while they are in cache. A rotated payload decodes whole, as one tile.
-template <class Update>
-inline status decode_quant_tiled(const void* payload, size_t len, const shape& shp, float* buf, Update&& update) {
-  quant_payload qp;
-  const status st = check_quant_payload(payload, len, tensor_view{buf, dtype::f32, shp}, qp);
-  if (!ok(st)) return st;
-  const quant_layout& L = qp.layout;
-  return dispatch_bits(qp.q.bits, [&](auto bc) {
-    constexpr uint32_t B = decltype(bc)::value;
-    if (qp.q.rotate != rotation::none) {
-      decode_rotated<dtype::f32, B, false>(qp, buf);
-      update(uint64_t(0), L.n, static_cast<const float*>(buf));
-      return status::success;
-    }
-    for_each_tile(L, [&](uint64_t g0, uint64_t g1, uint64_t first, uint64_t count) {
-      for (uint64_t g = g0; g < g1; ++g) decode_group<dtype::f32, B, false>(qp, g, buf, first);
-      update(first, count, static_cast<const float*>(buf));
-    });
-    return status::success;
-  });
-}
-
-// decode_quant<true> into `out`, handing each tile of whole groups to after(first, count)
-// once accumulated, while it is in cache (the EF21 receiver copies its state out there). A
-// rotated payload accumulates whole, as one tile. On any error `out` is left untouched.
-template <class After>
-inline status decode_accumulate_tiled(const void* payload, size_t len, tensor_view out, After&& after) {
-  quant_payload qp;
-  const status st = check_quant_payload(payload, len, out, qp);
-  if (!ok(st)) return st;
-  const quant_layout& L = qp.layout;
-  return dispatch_dtype_bits(out.type, qp.q.bits, [&](auto tc, auto bc) {
-    constexpr dtype T = decltype(tc)::value;
-    constexpr uint32_t B = decltype(bc)::value;
-    if (qp.q.rotate != rotation::none) {
-      decode_rotated<T, B, true>(qp, out.data);
       after(uint64_t(0), L.n);
       return status::success;
     }
     for_each_tile(L, [&](uint64_t g0, uint64_t g1, uint64_t first, uint64_t count) {
-      for (uint64_t g = g0; g < g1; ++g) decode_group<T, B, true>(qp, g, out.data);
+      for (uint64_t g = g0; g < g1; ++g) decode_group<T, B, Accumulate>(qp, g, out.data, Reuse ? first : 0);
       after(first, count);
     });
     return status::success;
