@@ -11,6 +11,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -136,7 +137,8 @@ def main():
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", train,
                "finetune", "--pretrained", ckpt, "--policy", ROWS[row], "--seed", str(seed), "--steps",
                str(args.steps), "--log-every", "0", "--out", result + ".tmp", *extra]
-        out = subprocess.run(cmd, capture_output=True, text=True)
+        with tempfile.TemporaryDirectory() as tmp:  # torchrun leaves its log directories in TMPDIR
+            out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "TMPDIR": tmp})
         if out.returncode != 0:
             sys.exit(f"study: {row} seed {seed} failed:\n{out.stdout[-3000:]}{out.stderr[-5000:]}")
         os.replace(result + ".tmp", result)

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -21,9 +22,10 @@ SUMMARY = re.compile(r"test accuracy ([0-9.]+);")
 
 
 def quick_run(program, *args):
-    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
-                          os.path.join(HERE, program), "--quick", *args],
-                         capture_output=True, text=True, timeout=300)
+    with tempfile.TemporaryDirectory() as tmp:  # torchrun leaves its log directories in TMPDIR
+        out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
+                              os.path.join(HERE, program), "--quick", *args],
+                             capture_output=True, text=True, timeout=300, env={**os.environ, "TMPDIR": tmp})
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-5000:]
     found = SUMMARY.search(out.stdout)
     assert found, out.stdout

@@ -4,8 +4,10 @@
 Usage: test_cli.py PATH_TO_PIPECODEC
 Prints one line per check and a summary; exits 1 if any check failed.
 """
+import atexit
 import math
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -13,6 +15,7 @@ import tempfile
 
 EXE = sys.argv[1]
 TMP = tempfile.mkdtemp(prefix="pipecodec-cli-")
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 failures = []
 checks = 0
 
