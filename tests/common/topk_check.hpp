@@ -65,15 +65,22 @@ inline std::vector<uint8_t> workspace_for(const spec& s, shape shp) {
   return std::vector<uint8_t>(workspace_bytes(s, shp));
 }
 
+// Encodes twice, into a zeroed buffer and into one of stale bytes: no byte of a payload may
+// depend on what the caller's buffer held (the encoder clears only what it does not write).
 inline std::vector<uint8_t> encode(const spec& s, const void* in, dtype t, shape shp, randomness rnd = {}) {
-  std::vector<uint8_t> payload(encoded_bytes(s, shp));
-  REQUIRE(payload.size() > 0);
-  auto ws = workspace_for(s, shp);
-  size_t written = 0;
-  const status st = host::encode(s, const_tensor_view{in, t, shp}, payload.data(), payload.size(),
-                                 ws.data(), ws.size(), rnd, &written);
-  REQUIRE_MESSAGE(ok(st), st);
-  REQUIRE(written == payload.size());
+  std::vector<uint8_t> payload;
+  for (const uint8_t fill : {uint8_t(0), uint8_t(0xA5)}) {
+    std::vector<uint8_t> p(encoded_bytes(s, shp), fill);
+    REQUIRE(p.size() > 0);
+    auto ws = workspace_for(s, shp);
+    size_t written = 0;
+    const status st =
+        host::encode(s, const_tensor_view{in, t, shp}, p.data(), p.size(), ws.data(), ws.size(), rnd, &written);
+    REQUIRE_MESSAGE(ok(st), st);
+    REQUIRE(written == p.size());
+    if (fill != 0) REQUIRE(p == payload);
+    payload = std::move(p);
+  }
   return payload;
 }
 

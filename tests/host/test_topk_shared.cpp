@@ -22,8 +22,10 @@ struct pair_setup {
     mask = testk::encode(fwd, act.data(), dtype::f32, shp);
   }
 
-  status encode_grad(std::vector<uint8_t>& out, const spec& s, const std::vector<uint8_t>& m, shape gs) {
-    out.assign(encoded_bytes(s, gs), 0);
+  // `fill`: what the caller's buffer held before (no payload byte may depend on it).
+  status encode_grad(std::vector<uint8_t>& out, const spec& s, const std::vector<uint8_t>& m, shape gs,
+                     uint8_t fill = 0) {
+    out.assign(encoded_bytes(s, gs), fill);
     auto ws = testk::workspace_for(s, gs);
     size_t written = 0;
     const status st = host::encode_shared(s, const_tensor_view{grad.data(), dtype::f32, gs}, m.data(), m.size(),
@@ -41,6 +43,9 @@ TEST_CASE("shared mask: values only, decoded at the mask's positions") {
     pair_setup p(gv);
     std::vector<uint8_t> vals;
     REQUIRE(ok(p.encode_grad(vals, p.bwd, p.mask, p.shp)));
+    std::vector<uint8_t> over_stale;
+    REQUIRE(ok(p.encode_grad(over_stale, p.bwd, p.mask, p.shp, 0xA5)));
+    CHECK(over_stale == vals);
     // No index section: header + values only.
     const uint64_t kept = p.shp.rows * 50;
     if (gv == value_kind::f32) CHECK(vals.size() == 64 + detail::align16(4 * kept));

@@ -50,7 +50,8 @@ inline void band_pass(const KeyFn& key, uint64_t m, band b, uint32_t* cand, uint
       }
     }
     const uint32_t count = uint32_t(__builtin_popcount(bits));
-    if (n + count <= cap) compress_keys(c, bits, cand + n);  // else only counted; no branch on count
+    if (n + key_block <= cap) compress_keys<true>(c, bits, cand + n);  // no branch on count
+    else if (n + count <= cap) compress_keys(c, bits, cand + n);  // else only counted
     n += count;
   }
   above = a;
@@ -125,7 +126,7 @@ inline bool select_streaming(const KeyFn& key, uint64_t m, uint64_t k, uint32_t*
         bits |= uint32_t(c[l] >= floor) << l;
       }
     }
-    compress_keys(c, bits, cand + n);
+    compress_keys<true>(c, bits, cand + n);  // room: checked below and on entry
     n += uint32_t(__builtin_popcount(bits));
     if (n < full) continue;
     floor = select_small(cand, uint32_t(n), k).prefix;
