@@ -12,11 +12,14 @@
 #define PIPECODEC_HD inline
 #endif
 
-// A host-only function forced inline into its caller's loop (nvcc's host pass included).
+// A host-only function forced inline into its caller's loop (nvcc's host pass included);
+// PIPECODEC_HOST_FOLD_LAMBDA, after a lambda's parameters, the same for a lambda.
 #if defined(__GNUC__)
 #define PIPECODEC_HOST_FOLD __attribute__((always_inline)) inline
+#define PIPECODEC_HOST_FOLD_LAMBDA __attribute__((always_inline))
 #else
 #define PIPECODEC_HOST_FOLD inline
+#define PIPECODEC_HOST_FOLD_LAMBDA
 #endif
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

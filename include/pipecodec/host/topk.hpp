@@ -56,7 +56,9 @@ inline void for_each_selected_block(const topk_desc& d, const topk_layout& L, co
   if (L.kept == 0) return;  // e.g. many empty rows: nothing to select
   unit_selector sel;
   for (uint64_t u = 0; u < L.units; ++u) {
-    auto unit_block = [&](uint64_t j, uint64_t i, uint32_t bits) { block(u, j, i, bits); };
+    // Folded into the compaction's loop, with the caller's block: a call per block of 32 cost
+    // 9 % of a row of 1024's encode at 10 % (in cache).
+    auto unit_block = [&](uint64_t j, uint64_t i, uint32_t bits) PIPECODEC_HOST_FOLD_LAMBDA { block(u, j, i, bits); };
     if (d.codec == codec_id::randk) {
       const randk_keys key{randk_draw(d, ids, u, L.unit_len)};
       compact_blocks(key, L.unit_len, sel.select(key, L.unit_len, L.k, cand, cap), unit_block);
@@ -198,13 +200,14 @@ inline status encode_sparse(const topk_desc& d, const_tensor_view in, const uint
   const status st = dispatch_dtype(in.type, [&](auto tc) {
     constexpr dtype T = decltype(tc)::value;
     const sparse_writer<T> w{L, d.index, d.values, d.unbiased, scale, in.data, idx, vals, gathered};
+    const auto write_block = [&](uint64_t u, uint64_t j, uint64_t i, uint32_t bits) PIPECODEC_HOST_FOLD_LAMBDA {
+      w.block(u, j, i, bits);
+    };
     if (mask != nullptr)
       for_each_position(*mask, w);
     else
       for_each_selected_block<T>(d, L, in.data, d.sample_keyed ? p + L.total : nullptr, cand,
-                                 select_cand_cap(L.unit_len), [&](uint64_t u, uint64_t j, uint64_t i, uint32_t bits) {
-        w.block(u, j, i, bits);
-      });
+                                 select_cand_cap(L.unit_len), write_block);
     return status::success;
   });
   if (!ok(st)) return st;
