@@ -37,8 +37,8 @@ struct randk_keys {
 // A short unit is selected from the cache in several passes (host/topk_band.hpp), which leave
 // no stream for the hardware prefetcher to follow into the next unit: its first lines are
 // requested into L2 while this one is selected, and the prefetcher follows on from them.
-// The whole next unit requested at once stalled on the miss queue (512 B to 2 KiB measured
-// alike); a streaming selection (k <= 16) reads its unit once, in order, and needs none.
+// The whole next unit requested at once stalled on the miss queue (a first 512 B or 1 KiB
+// measured alike); a streaming selection (k <= 16) reads its unit once, in order, and needs none.
 constexpr uint64_t prefetch_unit_lead = 1024;  // bytes
 inline void prefetch_next_unit(const topk_layout& L, const void* x, uint64_t u, uint64_t elem_bytes) {
   if (L.k <= stream_select_max_k || u + 1 >= L.units) return;
