@@ -184,7 +184,7 @@ PIPECODEC_HD bool topk_padding_zero(const topk_payload& tp) {
   if (tp.desc.values == value_kind::quant) {
     if (!quant_sections_padding_zero(values_as_quant(tp))) return false;
   } else {
-    const uint64_t end = L.values_offset + L.kept * (tp.desc.values == value_kind::f32 ? 4u : 2u);
+    const uint64_t end = L.values_offset + L.kept * raw_value_bytes(tp.desc.values);
     if (!all_zero(tp.bytes + end, L.total - end)) return false;
   }
   return ids_padding_zero(tp.bytes, tp.hdr);

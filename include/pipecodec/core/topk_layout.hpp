@@ -124,6 +124,9 @@ PIPECODEC_HD bool has_index_section(const topk_desc& d) {
   return d.codec == codec_id::topk && !d.shared_mask;
 }
 
+// Bytes of one kept value stored raw (fp32, fp16 or bf16; not quantized values).
+PIPECODEC_HD uint64_t raw_value_bytes(value_kind v) { return v == value_kind::f32 ? 4u : 2u; }
+
 // False when the description is inconsistent with itself or with the shape.
 PIPECODEC_HD bool make_topk_layout(const topk_desc& d, const shape& s, topk_layout& L) {
   uint64_t n = 0;
@@ -141,9 +144,9 @@ PIPECODEC_HD bool make_topk_layout(const topk_desc& d, const shape& s, topk_layo
   L.values_offset = L.index_offset + index_section_bytes(d.index, L.kept, n);
   uint64_t values_bytes = 0;
   switch (d.values) {
-    case value_kind::f32: values_bytes = align16(4 * L.kept); break;
+    case value_kind::f32:
     case value_kind::f16:
-    case value_kind::bf16: values_bytes = align16(2 * L.kept); break;
+    case value_kind::bf16: values_bytes = align16(raw_value_bytes(d.values) * L.kept); break;
     case value_kind::quant:
       if (!make_quant_layout(d.vquant, topk_values_shape(d, L.units), L.vq)) return false;
       values_bytes = L.vq.total - header_bytes;

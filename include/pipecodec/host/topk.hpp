@@ -166,7 +166,7 @@ inline float unbiased_scale(const topk_layout& L) {
 // (most of a payload: 4 of about 5.3 bytes per kept value with a bitmap at 10 %).
 inline void zero_unwritten(const topk_desc& d, const topk_layout& L, uint8_t* p) {
   uint64_t values_end = L.values_offset;
-  if (d.values != value_kind::quant) values_end += L.kept * (d.values == value_kind::f32 ? 4u : 2u);
+  if (d.values != value_kind::quant) values_end += L.kept * raw_value_bytes(d.values);
   memset(p + header_bytes, 0, L.values_offset - header_bytes);
   memset(p + values_end, 0, L.total - values_end);
 }
