@@ -40,7 +40,7 @@ inline void compress_u32(const void* src, uint32_t bits, uint8_t* dst) {
 // slots), whole registers are stored and the slots past the kept keys get garbage that the
 // caller ignores or overwrites: the masked store took a TopK row encode 5-8 % longer on Zen 4.
 template <bool Room = false>
-inline void compress_keys(const uint32_t (&c)[key_block], uint32_t bits, uint32_t* dst) {
+inline void compress_keys(const uint32_t* c, uint32_t bits, uint32_t* dst) {
 #if defined(PIPECODEC_HOST_AVX512)
   for (uint32_t h = 0; h < 2; ++h) {  // compress in a register, then a store: the
     const __mmask16 sel = __mmask16(bits >> (16 * h));  // compressing store is slow on Zen 4

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "compress_block.hpp"
 #include "topk_select.hpp"
@@ -29,6 +30,14 @@ struct band {
   uint32_t lo = 0, hi = 0;  // inclusive
 };
 
+// Keys already in memory (select_rank's buffers): a pass reads their blocks in place rather
+// than through a block copy on the stack, whose reloads cost a TopK row of 1024 at 10 % about
+// 5 % of its encode (in cache, Zen 4).
+struct key_array {
+  const uint32_t* c;
+  uint32_t operator()(uint64_t i) const { return c[i]; }
+};
+
 // Counts the keys above b.hi and those inside b, and appends the ones inside to cand while
 // they fit in cap.
 template <class KeyFn>
@@ -37,16 +46,19 @@ inline void band_pass(const KeyFn& key, uint64_t m, band b, uint32_t* cand, uint
   const uint32_t span = b.hi - b.lo;
   uint64_t a = 0, n = 0;
   for (uint64_t i = 0; i < m; i += key_block) {
-    uint32_t c[key_block], bits = 0;
+    uint32_t copy[key_block], bits = 0;
+    const uint32_t* c = copy;
     if (m - i >= key_block) {
-      for (uint32_t l = 0; l < key_block; ++l) c[l] = key(i + l);
+      if constexpr (std::is_same_v<KeyFn, key_array>) c = key.c + i;
+      else
+        for (uint32_t l = 0; l < key_block; ++l) copy[l] = key(i + l);
       if (b.hi != ~0u) a += uint32_t(__builtin_popcount(masked_key_bits<false>(c, ~0u, b.hi + 1)));
       bits = key_bits_within(c, b.lo, span);
     } else {
       for (uint32_t l = 0; l < uint32_t(m - i); ++l) {
-        c[l] = key(i + l);
-        a += c[l] > b.hi;
-        bits |= uint32_t(c[l] - b.lo <= span) << l;
+        copy[l] = key(i + l);
+        a += copy[l] > b.hi;
+        bits |= uint32_t(copy[l] - b.lo <= span) << l;
       }
     }
     const uint32_t count = uint32_t(__builtin_popcount(bits));
@@ -190,7 +202,7 @@ inline topk_threshold select_rank(uint32_t* c, uint32_t* tmp, uint32_t n, uint64
     band b;
     sample_at_ranks(s, at >= margin ? at - margin : 0, at + margin < sample ? at + margin : sample - 1, b.hi, b.lo);
     if (at < margin) b.hi = ~0u;
-    const auto in_c = [c](uint64_t i) { return c[i]; };
+    const key_array in_c{c};
     uint64_t above = 0, inside = 0, side = 0, unused = 0;
     band_pass(in_c, n, b, tmp, n, above, inside);
     if (above >= r) {  // b.hi < ~0u: some key is above it
