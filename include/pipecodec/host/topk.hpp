@@ -38,10 +38,10 @@ struct randk_keys {
 // no stream for the hardware prefetcher to follow into the next unit: its first lines are
 // requested into L2 while this one is selected, and the prefetcher follows on from them.
 // The whole next unit requested at once stalled on the miss queue (a first 512 B or 1 KiB
-// measured alike); a streaming selection (k <= 16) reads its unit once, in order, and needs none.
+// measured alike); a streaming selection reads its unit once, in order, and needs none.
 constexpr uint64_t prefetch_unit_lead = 1024;  // bytes
 inline void prefetch_next_unit(const topk_layout& L, const void* x, uint64_t u, uint64_t elem_bytes) {
-  if (L.k <= stream_select_max_k || u + 1 >= L.units) return;
+  if (streams_unit(L.unit_len, L.k) || u + 1 >= L.units) return;
   const uint64_t bytes = L.unit_len * elem_bytes;
   const uint8_t* next = static_cast<const uint8_t*>(x) + (u + 1) * bytes;
   for (uint64_t b = 0; b < bytes && b < prefetch_unit_lead; b += 64) __builtin_prefetch(next + b, 0, 2);

@@ -121,6 +121,9 @@ inline topk_threshold select_small(const uint32_t* c, uint32_t n, uint64_t remai
 // ties keep the buffer full or the guess was above the k-th key (fewer than k gathered).
 constexpr uint64_t stream_select_max_k = small_select_max / 4;
 
+// Whether unit_selector tries a streaming selection first for a unit of m keys, 0 < k < m.
+inline bool streams_unit(uint64_t m, uint64_t k) { return m < band_sample_min && k <= stream_select_max_k; }
+
 template <class KeyFn>
 inline bool select_streaming(const KeyFn& key, uint64_t m, uint64_t k, uint32_t* cand, uint64_t cap,
                              uint32_t floor, topk_threshold& t) {
@@ -292,7 +295,7 @@ struct unit_selector {
       uint64_t above = 0, inside = 0;
       if (sample_band(key, m, k, cand, cap, b) && try_band(key, m, k, b, cand, cap, t, above, inside) == band_verdict::inside)
         return remember(t);
-    } else if (k <= stream_select_max_k &&
+    } else if (streams_unit(m, k) &&
                ((have_last && select_streaming(key, m, k, cand, cap, last > (1u << 23) ? last - (1u << 23) : 0u, t)) ||
                 select_streaming(key, m, k, cand, cap, 0, t))) {
       return remember(t);
