@@ -185,10 +185,12 @@ inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q
 #endif
         quantize_pack_f32<Bits, R>(static_cast<const float*>(x) + begin + e, p, c, u + (e - u_begin), dst);
         continue;
-      }
+      } else  // an else, not code after the continue: nvcc warns of an unreachable loop
 #endif
-      for (uint32_t l = 0; l < 32; ++l) v[l] = load<In>(x, begin + e + l);
-      quantize_chunk<Bits, R>(v, p, c, d, e, codes);
+      {
+        for (uint32_t l = 0; l < 32; ++l) v[l] = load<In>(x, begin + e + l);
+        quantize_chunk<Bits, R>(v, p, c, d, e, codes);
+      }
     } else {
       const uint32_t cnt = uint32_t(len - e);
       for (uint32_t l = 0; l < 32; ++l) v[l] = l < cnt ? load<In>(x, begin + e + l) : 0.0F;
