@@ -335,14 +335,13 @@ inline void uniforms_avx2(uint64_t key, uint32_t stream, uint64_t b0, float* u) 
     const uint32_t c0 = uint32_t(p1 >> 32) ^ uint32_t(b0 >> 32) ^ k0;
     const uint64_t p0 = uint64_t(M0) * c0;
     const __m256i r1_key1 = _mm256_set1_epi32(int(k1)), r1_c1 = _mm256_set1_epi32(int(uint32_t(p1)));
-    const __m256i r2_key0 = _mm256_set1_epi32(int(k0 + 0x9E3779B9u));
-    const __m256i r2_hi0 = _mm256_set1_epi32(int(uint32_t(p0 >> 32) ^ (k1 + 0xBB67AE85u)));
+    next_key();
+    const __m256i r2_key0 = _mm256_set1_epi32(int(k0)), r2_hi0 = _mm256_set1_epi32(int(uint32_t(p0 >> 32) ^ k1));
     for (uint32_t s = 0; s < Sets; ++s) {
       const __m256i c2 = _mm256_xor_si256(mulhi_epu32(x[s].c0, m0), r1_key1), c3 = _mm256_mullo_epi32(x[s].c0, m0);
       x[s] = {xor3(mulhi_epu32(c2, m1), r1_c1, r2_key0), _mm256_mullo_epi32(c2, m1),
               _mm256_xor_si256(c3, r2_hi0), _mm256_set1_epi32(int(uint32_t(p0)))};
     }
-    next_key();
     next_key();
   } else {
     general_round();
