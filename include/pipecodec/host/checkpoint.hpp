@@ -1,7 +1,8 @@
 // Save and restore of stateful-scheme state (core/checkpoint_format.hpp). Saving streams
-// through a sink (a callable bool(const void*, size_t)), so a multi-GB AQ-SGD store goes to a
-// file without a second copy in memory. Restoring validates the whole checkpoint first
-// (fields, sizes, padding, checksum, duplicate ids) and leaves the target untouched on error.
+// through a sink (a callable bool(const void*, size_t), never called for 0 bytes: an empty
+// section's pointer may be null), so a multi-GB AQ-SGD store goes to a file without a second
+// copy in memory. Restoring validates the whole checkpoint first (fields, sizes, padding,
+// checksum, duplicate ids) and leaves the target untouched on error.
 #pragma once
 
 #include <cstdio>
@@ -18,7 +19,6 @@ struct memory_sink {
   size_t capacity = 0;
   size_t used = 0;
   bool operator()(const void* p, size_t n) {
-    if (n == 0) return true;  // an empty section may come from a null pointer: no memcpy
     if (capacity - used < n) return false;
     memcpy(data + used, p, n);
     used += n;
@@ -29,7 +29,7 @@ struct memory_sink {
 // Sink writing to an open file.
 struct file_sink {
   std::FILE* file = nullptr;
-  bool operator()(const void* p, size_t n) { return n == 0 || std::fwrite(p, 1, n, file) == n; }
+  bool operator()(const void* p, size_t n) { return std::fwrite(p, 1, n, file) == n; }
 };
 
 namespace detail {
@@ -64,7 +64,7 @@ status write_checkpoint(const checkpoint_header& h, const void* s0, uint64_t n0,
   fnv1a64 sum;
   const auto put = [&](const void* p, uint64_t n) {
     sum.update(p, n);
-    return sink(p, size_t(n));
+    return n == 0 || sink(p, size_t(n));
   };
   bool good = put(head, sizeof(head)) && put(s0, n0) && put(zeros, h.section0() - n0);
   if (h.is_store()) good = good && put(s1, n1) && put(zeros, h.section1() - n1);
