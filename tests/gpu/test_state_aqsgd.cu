@@ -92,9 +92,12 @@ TEST_CASE("CUDA AQ-SGD receiver: rejected messages leave the store untouched") {
   c.capacity = 16;
   for (bool pinned : {false, true}) {
     CAPTURE(pinned);
-    host::aqsgd_state hs, hr;
+    host::aqsgd_state hs, hr, narrow;  // narrow: a sender with other parameters (2 bits)
+    host::aqsgd_config c2 = c;
+    c2.codec = parse("quant:bits=2,group=row");
     REQUIRE(ok(hs.init(c, rows)));
     REQUIRE(ok(hr.init(c, rows)));
+    REQUIRE(ok(narrow.init(c2, rows)));
     cuda_aqsgd_side dr(c, rows, pinned);
     const size_t cap = host::aqsgd_message_bytes(c, rows);
     dmem msg(cap);
@@ -103,9 +106,12 @@ TEST_CASE("CUDA AQ-SGD receiver: rejected messages leave the store untouched") {
     const shape shp(rows, cols);
     for (uint64_t step = 0; step < 2; ++step) {  // warm rows, then delta rows
       const auto a = make_step(rows * cols, 9 + step, dtype::f32);
-      size_t hl = 0;
+      size_t hl = 0, nl = 0;
+      std::vector<uint8_t> nm(cap);
       REQUIRE(ok(hs.encode(ids.data(), const_tensor_view(a.bytes.data(), dtype::f32, shp), false, hm.data(), cap,
                            step, &hl)));
+      REQUIRE(ok(narrow.encode(ids.data(), const_tensor_view(a.bytes.data(), dtype::f32, shp), false, nm.data(), cap,
+                               step, &nl)));
       if (step == 0) {
         REQUIRE(ok(hr.decode(hm.data(), hl, ids.data())));
         msg.put(hm.data(), hl);
@@ -133,6 +139,13 @@ TEST_CASE("CUDA AQ-SGD receiver: rejected messages leave the store untouched") {
         CHECK(device_verdict(dr.ws.p) == want);
         CHECK(dr.snapshot() == before);
       }
+      // The narrow sender's message: the parts are not the sizes the plan predicts.
+      REQUIRE(hr.decode(nm.data(), nl, ids.data()) == status::state_mismatch);
+      msg.put(nm.data(), nl);
+      REQUIRE(ok(pipecodec::cuda::aqsgd_decode(c, dr.store, ids.data(), rows, false, msg.p, nl, {}, dr.plan.p,
+                                               dr.plan.n, dr.ws.p, dr.ws.n, nullptr)));
+      CHECK(device_verdict(dr.ws.p) == status::state_mismatch);
+      CHECK(dr.snapshot() == before);
       // Expected ids that differ from the message's: id_mismatch, nothing written.
       std::vector<uint64_t> other = ids;
       other[2] = 99;

@@ -280,6 +280,15 @@ TEST_CASE("AQ-SGD: hostile messages are rejected without touching the store") {
   CHECK(other.decode(msg.data(), msg.size(), ids.data()) == status::state_mismatch);
   REQUIRE(ok(other.init(store_config("quant:bits=4,group=row", cols + 1, dtype::bf16, 16), 6)));
   CHECK(other.decode(msg.data(), msg.size(), ids.data()) == status::shape_mismatch);
+  // A sender of the same codec with other parameters (2 bits: smaller parts), same batches.
+  host::aqsgd_state narrow;
+  REQUIRE(ok(narrow.init(store_config("quant:bits=2,group=row", cols, dtype::bf16, 16), 6)));
+  std::vector<uint8_t> nm(narrow.message_bytes());
+  size_t nl = 0;
+  for (const auto& v : {std::vector<uint64_t>{10, 11, 12, 13}, ids})
+    REQUIRE(ok(narrow.encode(v.data(), const_tensor_view{a.bytes.data(), dtype::f32, shape(v.size(), cols)}, false,
+                             nm.data(), nm.size(), 0, &nl)));
+  rejected(std::vector<uint8_t>(nm.begin(), nm.begin() + long(nl)), ids.data(), status::state_mismatch);
   // A fresh receiver does not know the seen samples: the delta rows are refused.
   host::aqsgd_state fresh;
   REQUIRE(ok(fresh.init(c, 6)));

@@ -264,7 +264,8 @@ inline status aqsgd_encode(const aqsgd_config& c, const aqsgd_store& s, const ui
 }
 
 // Receiver step: validates the whole message (frame, codecs c.warmup / c.codec, sample ids
-// against `expected_ids` when not null, every delta id known, capacity), then applies it.
+// against `expected_ids` when not null, every delta id known, capacity, part sizes), then
+// applies it.
 // If `out` has data (rows x c.cols, any dtype) it receives m of the batch rows. On any error
 // the store and out are left untouched.
 inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const void* message, size_t len,
@@ -317,6 +318,12 @@ inline status aqsgd_decode(const aqsgd_config& c, const aqsgd_store& s, const vo
   if (!ok(st)) return st;
   for (uint64_t r = 0; r < f.rows; ++r)
     if (kinds[r] == aqsgd_row_delta && w.slots[r] == aqsgd_table::npos) return status::id_mismatch;
+  // Parts of other sizes than the configured codecs give for their rows were encoded with other
+  // parameters (bits, scale dtype, ...): the sender holds another configuration. The CUDA
+  // receiver, which launches its part decoders at the sizes it predicts, rejects them too.
+  if (f.warm_bytes != aqsgd_part_bytes(c.warmup, f.warm_rows, c.cols) ||
+      f.delta_bytes != aqsgd_part_bytes(c.codec, f.rows - f.warm_rows, c.cols))
+    return status::state_mismatch;
   const delta_apply mode = c.codec.codec == codec_id::quant ? delta_apply::tiled : delta_apply::scratch;
   st = decode_parts(c, s, msg, f, w.slots, w, mode);
   if (!ok(st)) return st;

@@ -157,10 +157,11 @@ __device__ inline status check_frame(const uint8_t* msg, uint64_t len, const fra
   }
   for (uint64_t r = 0; r < f.rows; ++r)
     if (kinds[r] == aqsgd_row_delta && e.slot[r] >= e.known) return status::id_mismatch;
-  // A valid message the plan did not predict: the sender followed another warm-up schedule.
+  // A valid message the plan did not predict: the sender followed another warm-up schedule,
+  // or encoded its parts with other codec parameters (other sizes).
   for (uint64_t r = 0; r < f.rows; ++r)
     if (kinds[r] != e.head[aqsgd_header_bytes + r]) return status::state_mismatch;
-  if (f.warm_bytes != want.warm_bytes || f.delta_bytes != want.delta_bytes) return status::size_mismatch;
+  if (f.warm_bytes != want.warm_bytes || f.delta_bytes != want.delta_bytes) return status::state_mismatch;
   return status::success;
 }
 
