@@ -101,13 +101,12 @@ TEST_CASE("CUDA AQ-SGD receiver: rejected messages leave the store untouched") {
     cuda_aqsgd_side dr(c, rows, pinned);
     const size_t cap = host::aqsgd_message_bytes(c, rows);
     dmem msg(cap);
-    std::vector<uint8_t> hm(cap);
+    std::vector<uint8_t> hm(cap), nm(cap);
     std::vector<uint64_t> ids = {5, 6, 7, 8, 9, 10};
     const shape shp(rows, cols);
     for (uint64_t step = 0; step < 2; ++step) {  // warm rows, then delta rows
       const auto a = make_step(rows * cols, 9 + step, dtype::f32);
       size_t hl = 0, nl = 0;
-      std::vector<uint8_t> nm(cap);
       REQUIRE(ok(hs.encode(ids.data(), const_tensor_view(a.bytes.data(), dtype::f32, shp), false, hm.data(), cap,
                            step, &hl)));
       REQUIRE(ok(narrow.encode(ids.data(), const_tensor_view(a.bytes.data(), dtype::f32, shp), false, nm.data(), cap,
