@@ -162,7 +162,7 @@ inline status encode_delta_tiled(const aqsgd_config& c, const aqsgd_store& s, co
                                  const uint8_t* kinds, const uint64_t* slots, uint64_t delta_rows, float* buf,
                                  const randomness& rnd, uint8_t* dst, size_t capacity, size_t* len) {
   const uint64_t cols = c.cols;
-  delta_row_cursor filled{kinds}, updated{kinds};
+  delta_row_cursor filled{kinds}, updated{kinds}, ahead{kinds};
   const auto fill = [&](uint64_t first, uint64_t count, float* v) {
     delta_pieces(filled, cols, first, count, [&](uint64_t r, uint64_t col, uint64_t i, uint64_t n) {
       sub_span<B, T>(batch.data, r * cols + col, s.rows.data, slots[r] * cols + col, n, v + i);
@@ -171,7 +171,14 @@ inline status encode_delta_tiled(const aqsgd_config& c, const aqsgd_store& s, co
   const auto update = [&](uint64_t first, uint64_t count, const float* d) {
     apply_delta_tile<T>(s, updated, slots, cols, first, count, d);
   };
-  return encode_quant_tiled(c.codec.quant, shape(delta_rows, cols), buf, fill, update, dst, capacity, rnd, len);
+  const auto reads = [&](uint64_t first, uint64_t count, line_prefetcher& pf) {
+    delta_pieces(ahead, cols, first, count, [&](uint64_t r, uint64_t col, uint64_t, uint64_t n) {
+      pf.add(static_cast<const uint8_t*>(batch.data) + (r * cols + col) * dtype_bytes(B), n * dtype_bytes(B));
+      pf.add(static_cast<const uint8_t*>(s.rows.data) + (slots[r] * cols + col) * dtype_bytes(T), n * dtype_bytes(T));
+    });
+  };
+  return encode_quant_tiled(c.codec.quant, shape(delta_rows, cols), buf, fill, update, reads, dst, capacity, rnd,
+                            len);
 }
 
 }  // namespace detail

@@ -48,7 +48,12 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
                           store_span<E>(r, len, residual.data, first + j);
                         });
       };
-      if (tiled(s)) return encode_quant_tiled(s.quant, x.shp, ws.f32, fill, update, payload, capacity, rnd, &len);
+      const auto reads = [&](uint64_t first, uint64_t count, line_prefetcher& pf) {
+        pf.add(static_cast<const uint8_t*>(x.data) + first * dtype_bytes(X), count * dtype_bytes(X));
+        pf.add(static_cast<const uint8_t*>(residual.data) + first * dtype_bytes(E), count * dtype_bytes(E));
+      };
+      if (tiled(s))
+        return encode_quant_tiled(s.quant, x.shp, ws.f32, fill, update, reads, payload, capacity, rnd, &len);
       fill(0, n, ws.f32);
       status step = encode_warm(s, const_tensor_view(ws.f32, dtype::f32, x.shp), lowrank_q, payload, capacity,
                                 ws.codec, ws.codec_bytes, rnd, &len);

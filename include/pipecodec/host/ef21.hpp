@@ -36,7 +36,11 @@ inline status ef21_encode(const spec& s, const_tensor_view x, tensor_view g, voi
         const auto update = [&](uint64_t first, uint64_t count, const float* d) {
           accumulate_span<G>(g.data, first, d, count);
         };
-        return encode_quant_tiled(s.quant, x.shp, ws.f32, fill, update, payload, capacity, rnd, &len);
+        const auto reads = [&](uint64_t first, uint64_t count, line_prefetcher& pf) {
+          pf.add(static_cast<const uint8_t*>(x.data) + first * dtype_bytes(X), count * dtype_bytes(X));
+          pf.add(static_cast<const uint8_t*>(g.data) + first * dtype_bytes(G), count * dtype_bytes(G));
+        };
+        return encode_quant_tiled(s.quant, x.shp, ws.f32, fill, update, reads, payload, capacity, rnd, &len);
       }
       fill(0, n, ws.f32);
       const status step = encode(s, const_tensor_view(ws.f32, dtype::f32, x.shp), payload, capacity, ws.codec,

@@ -10,6 +10,7 @@
 #include "../core/quant_math.hpp"
 #include "chunk_simd.hpp"
 #include "params_simd.hpp"
+#include "prefetch.hpp"
 #include "buffer_checks.hpp"
 #include "rotation.hpp"
 
@@ -140,11 +141,11 @@ inline group_params group_setup(const void* x, uint64_t x0, const quant_params& 
 // Group g's code planes, once its parameters are known. With Decode (AVX-512, fp32 input),
 // `decoded` (the tensor from element x0 on, as x; it may be x) receives the values decode
 // gives for the group: p's scale and offset are the stored ones bit for bit (make_params
-// rounds them onto the stored grid and never gives -0).
+// rounds them onto the stored grid and never gives -0), and `pf` steps once a chunk.
 template <dtype In, uint32_t Bits, rounding R, bool Decode = false>
 inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L,
                                uint64_t g, const group_params& p, const randomness& rnd, uint8_t* payload,
-                               float* decoded = nullptr) {
+                               float* decoded = nullptr, line_prefetcher* pf = nullptr) {
   const uint64_t len = L.group_size(g);
   const draw d = R == rounding::stochastic ? rounding_draw(rnd, q.rng, L.cols, L.group_begin(g)) : draw{};
   const uint64_t begin = L.group_begin(g) - x0;  // in x
@@ -164,6 +165,8 @@ inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q
     float v[32];
     uint8_t codes[32];
     uint32_t planes[Bits];
+    if constexpr (Decode)
+      if (pf != nullptr) pf->step();
     if (len - e >= 32) {  // full chunk: branch-free loops the compiler vectorises
 #if defined(__AVX2__)
       if constexpr (In == dtype::f32) {
@@ -207,20 +210,22 @@ inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q
 
 template <dtype In, uint32_t Bits, bool Decode = false>
 inline void encode_codes(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L, uint64_t g,
-                         const group_params& p, const randomness& rnd, uint8_t* payload, float* decoded = nullptr) {
+                         const group_params& p, const randomness& rnd, uint8_t* payload, float* decoded = nullptr,
+                         line_prefetcher* pf = nullptr) {
   if (q.round == rounding::nearest)
-    encode_group_codes<In, Bits, rounding::nearest, Decode>(x, x0, q, L, g, p, rnd, payload, decoded);
+    encode_group_codes<In, Bits, rounding::nearest, Decode>(x, x0, q, L, g, p, rnd, payload, decoded, pf);
   else
-    encode_group_codes<In, Bits, rounding::stochastic, Decode>(x, x0, q, L, g, p, rnd, payload, decoded);
+    encode_group_codes<In, Bits, rounding::stochastic, Decode>(x, x0, q, L, g, p, rnd, payload, decoded, pf);
 }
 
 #if defined(PIPECODEC_HOST_AVX512)
 // Groups g0 .. g0 + m - 1 (m <= 16, no outliers): statistics, parameters of all 16 at once
 // (host/params_simd.hpp), the stored scales and offsets, then the codes (and with Decode
-// their decoded values, as encode_group_codes).
+// their decoded values and `pf`'s steps, as encode_group_codes).
 template <dtype In, uint32_t Bits, bool Decode = false>
 inline void encode_16_groups(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L, uint64_t g0,
-                             uint64_t m, const randomness& rnd, uint8_t* payload, float* decoded = nullptr) {
+                             uint64_t m, const randomness& rnd, uint8_t* payload, float* decoded = nullptr,
+                             line_prefetcher* pf = nullptr) {
   alignas(64) float lo[16] = {}, hi[16] = {};
   for (uint64_t k = 0; k < m; ++k) {
     const group_stats st = group_statistics<In>(x, L.group_begin(g0 + k) - x0, L.group_size(g0 + k));
@@ -252,7 +257,7 @@ inline void encode_16_groups(const void* x, uint64_t x0, const quant_params& q, 
       p.pre = P.pre[k];
       p.inv = P.inv[k];
     }
-    encode_codes<In, Bits, Decode>(x, x0, q, L, g0 + k, p, rnd, payload, decoded);
+    encode_codes<In, Bits, Decode>(x, x0, q, L, g0 + k, p, rnd, payload, decoded, pf);
   }
 }
 #endif
@@ -400,15 +405,25 @@ inline uint64_t tile_groups(const quant_layout& L) {
   return g >= 16 ? g / 16 * 16 : g;
 }
 
+// The tile of groups g0 .. g1 - 1 for the tile starting at group g0, and its elements.
+struct tile_span {
+  uint64_t g0, g1, first, count;
+};
+
+inline tile_span tile_at(const quant_layout& L, uint64_t g0) {
+  const uint64_t step = tile_groups(L), g1 = L.groups - g0 < step ? L.groups : g0 + step;
+  const uint64_t first = L.group_begin(g0);
+  return {g0, g1, first, (g1 == L.groups ? L.n : L.group_begin(g1)) - first};
+}
+
 // f(g0, g1, first, count) for the tiles of a layout: groups g0 .. g1 - 1, elements first ..
 // first + count - 1.
 template <class F>
 inline void for_each_tile(const quant_layout& L, F&& f) {
-  const uint64_t step = tile_groups(L);
-  for (uint64_t g0 = 0; g0 < L.groups; g0 += step) {
-    const uint64_t g1 = L.groups - g0 < step ? L.groups : g0 + step;
-    const uint64_t first = L.group_begin(g0);
-    f(g0, g1, first, (g1 == L.groups ? L.n : L.group_begin(g1)) - first);
+  for (uint64_t g0 = 0; g0 < L.groups;) {
+    const tile_span t = tile_at(L, g0);
+    f(t.g0, t.g1, t.first, t.count);
+    g0 = t.g1;
   }
 }
 
@@ -417,12 +432,14 @@ inline void for_each_tile(const quant_layout& L, F&& f) {
 // otherwise write their codec input to memory, encode it, decode the payload and update their
 // state in four passes over the tensor. fill(first, count, buf) writes elements first ..
 // first + count - 1 of the input to buf[0 .. count); once they are encoded, update(first,
-// count, buf) receives their decoded values (what decode gives) in buf. buf has room for the
-// whole tensor of shape shp (a tile uses its start). The payload is the one encode_quant
-// writes for the same input.
-template <class Fill, class Update>
+// count, buf) receives their decoded values (what decode gives) in buf. reads(first, count,
+// pf) adds to pf the memory fill(first, count, .) will read: the next tile's, requested
+// while the current one is encoded. buf has room for the whole tensor of shape shp (a tile
+// uses its start). The payload is the one encode_quant writes for the same input.
+template <class Fill, class Update, class Reads>
 inline status encode_quant_tiled(const quant_params& q, const shape& shp, float* buf, Fill&& fill, Update&& update,
-                                 void* payload, size_t capacity, const randomness& rnd, size_t* written) {
+                                 Reads&& reads, void* payload, size_t capacity, const randomness& rnd,
+                                 size_t* written) {
   if (q.rotate != rotation::none) return status::invalid_argument;
   const const_tensor_view in(buf, dtype::f32, shp);
   quant_layout L;
@@ -437,16 +454,26 @@ inline status encode_quant_tiled(const quant_params& q, const shape& shp, float*
     constexpr uint32_t B = decltype(bc)::value;
     for_each_tile(L, [&](uint64_t g0, uint64_t g1, uint64_t first, uint64_t count) {
       fill(first, count, buf);
+      line_prefetcher pf;
+      if (g1 < L.groups) {
+        const tile_span next = tile_at(L, g1);
+        reads(next.first, next.count, pf);
+      }
 #if defined(PIPECODEC_HOST_AVX512)
       if (L.outliers == 0) {  // the codes' values replace the tile as they are encoded
+        pf.pace((g1 - g0) * L.chunks_per_group);
         for (uint64_t g = g0; g < g1; g += 16)
-          encode_16_groups<dtype::f32, B, true>(buf, first, q, L, g, g1 - g < 16 ? g1 - g : 16, rnd, p, buf);
+          encode_16_groups<dtype::f32, B, true>(buf, first, q, L, g, g1 - g < 16 ? g1 - g : 16, rnd, p, buf, &pf);
         update(first, count, static_cast<const float*>(buf));
         return;
       }
 #endif
       encode_groups<dtype::f32, B>(buf, first, q, L, g0, g1, rnd, p);
-      for (uint64_t g = g0; g < g1; ++g) decode_group<dtype::f32, B, false>(qp, g, buf, first);
+      pf.pace(g1 - g0);  // a step a group while the tile is decoded
+      for (uint64_t g = g0; g < g1; ++g) {
+        pf.step();
+        decode_group<dtype::f32, B, false>(qp, g, buf, first);
+      }
       update(first, count, static_cast<const float*>(buf));
     });
     return status::success;
