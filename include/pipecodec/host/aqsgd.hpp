@@ -173,8 +173,8 @@ inline status encode_delta_tiled(const aqsgd_config& c, const aqsgd_store& s, co
   };
   const auto reads = [&](uint64_t first, uint64_t count, line_prefetcher& pf) {
     delta_pieces(ahead, cols, first, count, [&](uint64_t r, uint64_t col, uint64_t, uint64_t n) {
-      pf.add(static_cast<const uint8_t*>(batch.data) + (r * cols + col) * dtype_bytes(B), n * dtype_bytes(B));
-      pf.add(static_cast<const uint8_t*>(s.rows.data) + (slots[r] * cols + col) * dtype_bytes(T), n * dtype_bytes(T));
+      add_elements(pf, batch.data, B, r * cols + col, n);
+      add_elements(pf, s.rows.data, T, slots[r] * cols + col, n);
     });
   };
   return encode_quant_tiled(c.codec.quant, shape(delta_rows, cols), buf, fill, update, reads, dst, capacity, rnd,

@@ -49,8 +49,8 @@ inline status ef_encode(const spec& s, const_tensor_view x, tensor_view residual
                         });
       };
       const auto reads = [&](uint64_t first, uint64_t count, line_prefetcher& pf) {
-        pf.add(static_cast<const uint8_t*>(x.data) + first * dtype_bytes(X), count * dtype_bytes(X));
-        pf.add(static_cast<const uint8_t*>(residual.data) + first * dtype_bytes(E), count * dtype_bytes(E));
+        add_elements(pf, x.data, X, first, count);
+        add_elements(pf, residual.data, E, first, count);
       };
       if (tiled(s))
         return encode_quant_tiled(s.quant, x.shp, ws.f32, fill, update, reads, payload, capacity, rnd, &len);

@@ -37,8 +37,8 @@ inline status ef21_encode(const spec& s, const_tensor_view x, tensor_view g, voi
           accumulate_span<G>(g.data, first, d, count);
         };
         const auto reads = [&](uint64_t first, uint64_t count, line_prefetcher& pf) {
-          pf.add(static_cast<const uint8_t*>(x.data) + first * dtype_bytes(X), count * dtype_bytes(X));
-          pf.add(static_cast<const uint8_t*>(g.data) + first * dtype_bytes(G), count * dtype_bytes(G));
+          add_elements(pf, x.data, X, first, count);
+          add_elements(pf, g.data, G, first, count);
         };
         return encode_quant_tiled(s.quant, x.shp, ws.f32, fill, update, reads, payload, capacity, rnd, &len);
       }

@@ -13,8 +13,12 @@ namespace pipecodec::host::detail {
 
 class line_prefetcher {
  public:
-  static constexpr uint32_t max_ranges = 32;    // more pieces (rows under 256) are left to the hardware
+  static constexpr uint32_t max_ranges = 32;    // more pieces (rows of under 256) are left to the hardware
   static constexpr uint64_t max_lines = 1024;   // 64 KiB a tile: beyond it the fill streams anyway
+  // Tensors of fewer than 2^21 elements (8 MiB of fp32) are not prefetched: a step's inputs that
+  // size may well be in cache (the layer just wrote them), where the requests cost 3-6 % of
+  // the step and gain nothing; from 2^22 elements on they saved 25 % (bench/RESULTS.md).
+  static constexpr uint64_t min_elements = uint64_t(1) << 21;
 
   // Adds bytes [p, p + bytes) to the lines to request.
   void add(const void* p, uint64_t bytes) {
@@ -39,12 +43,18 @@ class line_prefetcher {
 
   // Requests the next per_step lines (into L2: the fill reads them a tile later).
   void step() {
-    for (uint64_t k = 0; k < per_step_ && budget_ > 0 && cur_ < count_; ++k, --budget_) {
+    uint64_t k = per_step_ < budget_ ? per_step_ : budget_;
+    budget_ -= k;
+    while (k > 0 && cur_ < count_) {
+      uintptr_t a = at_[cur_];
+      const uintptr_t e = end_[cur_];
+      for (; k > 0 && a < e; --k, a += line) {
 #if defined(__GNUC__)
-      __builtin_prefetch(reinterpret_cast<const void*>(at_[cur_]), 0, 2);
+        __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 2);
 #endif
-      at_[cur_] += line;
-      if (at_[cur_] >= end_[cur_]) ++cur_;
+      }
+      at_[cur_] = a;
+      if (a >= e) ++cur_;
     }
   }
 

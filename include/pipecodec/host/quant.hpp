@@ -454,24 +454,25 @@ inline status encode_quant_tiled(const quant_params& q, const shape& shp, float*
     constexpr uint32_t B = decltype(bc)::value;
     for_each_tile(L, [&](uint64_t g0, uint64_t g1, uint64_t first, uint64_t count) {
       fill(first, count, buf);
-      line_prefetcher pf;
-      if (g1 < L.groups) {
+      line_prefetcher next_reads;
+      line_prefetcher* pf = L.n >= line_prefetcher::min_elements && g1 < L.groups ? &next_reads : nullptr;
+      if (pf != nullptr) {
         const tile_span next = tile_at(L, g1);
-        reads(next.first, next.count, pf);
+        reads(next.first, next.count, *pf);
       }
 #if defined(PIPECODEC_HOST_AVX512)
       if (L.outliers == 0) {  // the codes' values replace the tile as they are encoded
-        pf.pace((g1 - g0) * L.chunks_per_group);
+        next_reads.pace((g1 - g0) * L.chunks_per_group);
         for (uint64_t g = g0; g < g1; g += 16)
-          encode_16_groups<dtype::f32, B, true>(buf, first, q, L, g, g1 - g < 16 ? g1 - g : 16, rnd, p, buf, &pf);
+          encode_16_groups<dtype::f32, B, true>(buf, first, q, L, g, g1 - g < 16 ? g1 - g : 16, rnd, p, buf, pf);
         update(first, count, static_cast<const float*>(buf));
         return;
       }
 #endif
       encode_groups<dtype::f32, B>(buf, first, q, L, g0, g1, rnd, p);
-      pf.pace(g1 - g0);  // a step a group while the tile is decoded
+      next_reads.pace(g1 - g0);  // a step a group while the tile is decoded
       for (uint64_t g = g0; g < g1; ++g) {
-        pf.step();
+        if (pf != nullptr) pf->step();
         decode_group<dtype::f32, B, false>(qp, g, buf, first);
       }
       update(first, count, static_cast<const float*>(buf));

@@ -64,6 +64,11 @@ inline status check_codec(const void* payload, size_t len, codec_id expected) {
   return h.codec == expected ? status::success : status::state_mismatch;
 }
 
+// Adds elements first .. first + count - 1 of a tensor of dtype t to the lines pf requests.
+inline void add_elements(line_prefetcher& pf, const void* data, dtype t, uint64_t first, uint64_t count) {
+  pf.add(static_cast<const uint8_t*>(data) + first * dtype_bytes(t), count * dtype_bytes(t));
+}
+
 // Whether a sender step runs its codec a tile at a time (host/quant.hpp, encode_quant_tiled)
 // instead of in passes over the whole tensor.
 inline bool tiled(const spec& s) { return s.codec == codec_id::quant && s.quant.rotate == rotation::none; }
