@@ -405,7 +405,7 @@ inline uint64_t tile_groups(const quant_layout& L) {
   return g >= 16 ? g / 16 * 16 : g;
 }
 
-// The tile of groups g0 .. g1 - 1 for the tile starting at group g0, and its elements.
+// The tile that starts at group g0: its groups g0 .. g1 - 1, elements first .. first + count - 1.
 struct tile_span {
   uint64_t g0, g1, first, count;
 };
