@@ -14,9 +14,9 @@ using namespace pipecodec;
 namespace {
 
 // Bytes with room to place a tensor at any offset; filled with a pattern to see writes.
-struct arena {
+struct patterned_arena {
   std::vector<uint64_t> words;  // 8-aligned storage
-  explicit arena(size_t bytes) : words(bytes / 8 + 4) { std::memset(words.data(), 0x3C, 8 * words.size()); }
+  explicit patterned_arena(size_t bytes) : words(bytes / 8 + 4) { std::memset(words.data(), 0x3C, 8 * words.size()); }
   uint8_t* at(size_t off) { return reinterpret_cast<uint8_t*>(words.data()) + off; }
   bool untouched() const {
     const auto* b = reinterpret_cast<const uint8_t*>(words.data());
@@ -43,7 +43,7 @@ TEST_CASE("misaligned tensors: encode and decode of every codec") {
     std::vector<uint8_t> ws(workspace_bytes(s, shp));
     for (dtype t : {dtype::f32, dtype::f16}) {
       CAPTURE(int(t));
-      arena in(shp.size() * 4 + 16), out(shp.size() * 4 + 16);
+      patterned_arena in(shp.size() * 4 + 16), out(shp.size() * 4 + 16);
       std::vector<uint8_t> p(encoded_bytes(s, shp), 0x77);
       const auto p0 = p;
       CHECK(host::encode(s, const_tensor_view{in.at(1), t, shp}, p.data(), p.size(), ws.data(), ws.size()) ==
@@ -68,7 +68,7 @@ TEST_CASE("misaligned tensors: EF, EF21 and rng=sample ids") {
   const auto x = testdata::activations(n, 4);
   const spec s = spec_of("quant:bits=4,group=row,round=stochastic,rng=sample");
   std::vector<uint8_t> p(encoded_bytes(s, shp)), ws(host::ef_workspace_bytes(s, shp));
-  arena a(3 * n * 4 + 64);
+  patterned_arena a(3 * n * 4 + 64);
   std::vector<float> aligned_x(x), state(n);
   const uint64_t ids[3] = {7, 8, 9};
   const randomness good(1, ids), odd(1, reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(ids) + 4));
@@ -104,7 +104,7 @@ TEST_CASE("misaligned tensors and ids: AQ-SGD and per-sample EF") {
   c.codec = spec_of("quant:bits=4,group=row");
   const shape shp(3, 32);
   const auto x = testdata::activations(shp.size(), 5);
-  arena a(shp.size() * 4 + 64);
+  patterned_arena a(shp.size() * 4 + 64);
   const uint64_t idw[4] = {1, 2, 3, 4};
   const uint64_t* ids = idw;
   const auto* odd_ids = reinterpret_cast<const uint64_t*>(reinterpret_cast<const uint8_t*>(idw) + 4);
