@@ -1,7 +1,7 @@
 // The gpu suite: exits 77 (meson: skipped) when no CUDA device is present.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <cuda_runtime.h>
-#include <doctest/doctest.h>
+#include "../common/run_selected.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   doctest::Context ctx(argc, argv);
-  const int rc = ctx.run();
+  const int rc = testsel::run(ctx);
 #if defined(PIPECODEC_EMU)
   if (const char* list = std::getenv("PIPECODEC_EMU_UNLAUNCHED"); list != nullptr && !ctx.shouldExit())
     return rc | testemu::check_kernel_coverage(list);
