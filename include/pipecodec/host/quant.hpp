@@ -141,7 +141,7 @@ inline group_params group_setup(const void* x, uint64_t x0, const quant_params& 
 // Group g's code planes, once its parameters are known. With Decode (AVX-512, fp32 input),
 // `decoded` (the tensor from element x0 on, as x; it may be x) receives the values decode
 // gives for the group: p's scale and offset are the stored ones bit for bit (make_params
-// rounds them onto the stored grid and never gives -0), and `pf` steps once a chunk.
+// rounds them onto the stored grid and never gives -0). `pf`, where given, steps once a chunk.
 template <dtype In, uint32_t Bits, rounding R, bool Decode = false>
 inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L,
                                uint64_t g, const group_params& p, const randomness& rnd, uint8_t* payload,
@@ -165,8 +165,7 @@ inline void encode_group_codes(const void* x, uint64_t x0, const quant_params& q
     float v[32];
     uint8_t codes[32];
     uint32_t planes[Bits];
-    if constexpr (Decode)
-      if (pf != nullptr) pf->step();
+    if (pf != nullptr) pf->step();
     if (len - e >= 32) {  // full chunk: branch-free loops the compiler vectorises
 #if defined(__AVX2__)
       if constexpr (In == dtype::f32) {
@@ -220,8 +219,8 @@ inline void encode_codes(const void* x, uint64_t x0, const quant_params& q, cons
 
 #if defined(PIPECODEC_HOST_AVX512)
 // Groups g0 .. g0 + m - 1 (m <= 16, no outliers): statistics, parameters of all 16 at once
-// (host/params_simd.hpp), the stored scales and offsets, then the codes (and with Decode
-// their decoded values and `pf`'s steps, as encode_group_codes).
+// (host/params_simd.hpp), the stored scales and offsets, then the codes (with Decode their
+// decoded values too, and `pf`'s steps, as encode_group_codes).
 template <dtype In, uint32_t Bits, bool Decode = false>
 inline void encode_16_groups(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L, uint64_t g0,
                              uint64_t m, const randomness& rnd, uint8_t* payload, float* decoded = nullptr,
@@ -264,23 +263,41 @@ inline void encode_16_groups(const void* x, uint64_t x0, const quant_params& q, 
 
 // Groups g_begin .. g_end - 1, whose elements x holds from element x0 of the tensor on.
 // Groups go in batches, the batch's parameters first, so the divisions and branches of
-// make_params for several groups overlap instead of stalling each group's codes.
+// make_params for several groups overlap instead of stalling each group's codes. In a large
+// tensor the next batch's input is requested while a batch's codes are computed: otherwise
+// the statistics pass waits on memory and the codes leave it idle (bench/RESULTS.md, "The
+// plain quantization encode requests its next batch").
 template <dtype In, uint32_t Bits>
 inline void encode_groups(const void* x, uint64_t x0, const quant_params& q, const quant_layout& L,
                           uint64_t g_begin, uint64_t g_end, const randomness& rnd, uint8_t* payload) {
   constexpr uint64_t batch = 16;
+  const bool prefetch = L.n >= line_prefetcher::min_elements;
+  const auto next_batch = [&](uint64_t g0, uint64_t m, line_prefetcher& pf) {
+    const uint64_t n0 = g0 + m, n1 = g_end - n0 < batch ? g_end : n0 + batch;
+    if (n0 >= g_end) return;
+    const uint64_t first = L.group_begin(n0), end = n1 == L.groups ? L.n : L.group_begin(n1);
+    pf.add(static_cast<const uint8_t*>(x) + (first - x0) * dtype_bytes(In), (end - first) * dtype_bytes(In));
+    pf.pace(m * L.chunks_per_group);
+  };
 #if defined(PIPECODEC_HOST_AVX512)
   if (L.outliers == 0) {
-    for (uint64_t g0 = g_begin; g0 < g_end; g0 += batch)
-      encode_16_groups<In, Bits>(x, x0, q, L, g0, g_end - g0 < batch ? g_end - g0 : batch, rnd, payload);
+    for (uint64_t g0 = g_begin; g0 < g_end; g0 += batch) {
+      const uint64_t m = g_end - g0 < batch ? g_end - g0 : batch;
+      line_prefetcher next;
+      if (prefetch) next_batch(g0, m, next);
+      encode_16_groups<In, Bits>(x, x0, q, L, g0, m, rnd, payload, nullptr, prefetch ? &next : nullptr);
+    }
     return;
   }
 #endif
   group_params params[batch];
   for (uint64_t g0 = g_begin; g0 < g_end; g0 += batch) {
     const uint64_t m = g_end - g0 < batch ? g_end - g0 : batch;
+    line_prefetcher next;
+    if (prefetch) next_batch(g0, m, next);
     for (uint64_t k = 0; k < m; ++k) params[k] = group_setup<In, Bits>(x, x0, q, L, g0 + k, payload);
-    for (uint64_t k = 0; k < m; ++k) encode_codes<In, Bits>(x, x0, q, L, g0 + k, params[k], rnd, payload);
+    for (uint64_t k = 0; k < m; ++k)
+      encode_codes<In, Bits>(x, x0, q, L, g0 + k, params[k], rnd, payload, nullptr, prefetch ? &next : nullptr);
   }
 }
 
