@@ -249,7 +249,8 @@ TEST_CASE("AQ-SGD sender: the tiled delta part equals encode of a - m, and both 
 }
 
 // From line_prefetcher::min_elements on, each tile requests the next tile's inputs while it
-// is encoded (host/prefetch.hpp): the reads callbacks walk the same pieces as the fills, here
+// is encoded (host/prefetch.hpp), and the AQ-SGD receiver the next tile's store rows while it
+// decodes: the reads callbacks walk the same pieces as the fills and the store updates, here
 // also rows shorter than a tile (more pieces than the prefetcher takes) and a last tile.
 TEST_CASE("Tiled senders at the size where they request the next tile: the same payloads and states") {
   const uint64_t n = host::detail::line_prefetcher::min_elements;

@@ -100,13 +100,18 @@ inline status decode_parts(const aqsgd_config& c, const aqsgd_store& s, const ui
   float* delta_f32 = w.f32 + f.warm_rows * c.cols;
   if (mode == delta_apply::tiled) {
     return dispatch_dtype(c.state_type, [&](auto tc) {
-      delta_row_cursor at{kinds};
+      constexpr dtype T = decltype(tc)::value;
+      delta_row_cursor at{kinds}, ahead{kinds};
+      const auto apply = [&](uint64_t first, uint64_t count) {
+        apply_delta_tile<T>(s, at, slots, c.cols, first, count, delta_f32);
+      };
+      const auto reads = [&](uint64_t first, uint64_t count, line_prefetcher& pf) {
+        delta_pieces(ahead, c.cols, first, count, [&](uint64_t r, uint64_t col, uint64_t, uint64_t n) {
+          add_elements(pf, s.rows.data, T, slots[r] * c.cols + col, n);
+        });
+      };
       return decode_quant<false, true>(msg + f.delta_offset(), f.delta_bytes,
-                                       tensor_view{delta_f32, dtype::f32, shape(delta_rows, c.cols)},
-                                       [&](uint64_t first, uint64_t count) {
-                                         apply_delta_tile<decltype(tc)::value>(s, at, slots, c.cols, first, count,
-                                                                               delta_f32);
-                                       });
+                                       tensor_view{delta_f32, dtype::f32, shape(delta_rows, c.cols)}, apply, reads);
     });
   }
   const status st = dispatch_dtype(c.state_type, [&](auto tc) {

@@ -522,15 +522,23 @@ struct no_tile_hook {
   void operator()(uint64_t, uint64_t) const {}
 };
 
+struct no_tile_reads {
+  void operator()(uint64_t, uint64_t, line_prefetcher&) const {}
+};
+
 // Decodes (Accumulate: adds) the payload into `out` a tile of whole groups at a time, and
 // hands each tile to after(first, count) while it is in cache: the EF21 receiver copies its
 // state out there, the AQ-SGD receiver applies the tile to its store. With Reuse every tile
 // is written to the start of out (whose room is still the whole tensor's), so the decoded
-// values never leave the cache; without, element i goes to out[i]. A rotated payload decodes
-// whole, as one tile. The whole payload is validated first: a rejected one leaves `out`
-// untouched, which accumulating callers rely on.
-template <bool Accumulate, bool Reuse = false, class After = no_tile_hook>
-inline status decode_quant(const void* payload, size_t len, tensor_view out, After&& after = {}) {
+// values never leave the cache; without, element i goes to out[i]. reads(first, count, pf)
+// adds to pf the memory after(first, count, .) will read that no stream leads the hardware
+// prefetcher to (the AQ-SGD store's rows, at their slots): the next tile's, requested while
+// the current one is decoded. A rotated payload decodes whole, as one tile. The whole
+// payload is validated first: a rejected one leaves `out` untouched, which accumulating
+// callers rely on.
+template <bool Accumulate, bool Reuse = false, class After = no_tile_hook, class Reads = no_tile_reads>
+inline status decode_quant(const void* payload, size_t len, tensor_view out, After&& after = {},
+                           Reads&& reads = {}) {
   quant_payload qp;
   const status st = check_quant_payload(payload, len, out, qp);
   if (!ok(st)) return st;
@@ -543,8 +551,18 @@ inline status decode_quant(const void* payload, size_t len, tensor_view out, Aft
       after(uint64_t(0), L.n);
       return status::success;
     }
+    const bool prefetch = L.n >= line_prefetcher::min_elements;
     for_each_tile(L, [&](uint64_t g0, uint64_t g1, uint64_t first, uint64_t count) {
-      for (uint64_t g = g0; g < g1; ++g) decode_group<T, B, Accumulate>(qp, g, out.data, Reuse ? first : 0);
+      line_prefetcher next_reads;
+      if (prefetch && g1 < L.groups) {
+        const tile_span next = tile_at(L, g1);
+        reads(next.first, next.count, next_reads);
+        next_reads.pace(g1 - g0);
+      }
+      for (uint64_t g = g0; g < g1; ++g) {
+        next_reads.step();
+        decode_group<T, B, Accumulate>(qp, g, out.data, Reuse ? first : 0);
+      }
       after(first, count);
     });
     return status::success;
