@@ -107,6 +107,25 @@ inline void planes_from_bytes(__m256i v, void* planes) {
 #endif
 
 #if defined(PIPECODEC_HOST_GFNI)
+// A chunk's Bits planes (4 bytes each) in the low dwords of a vector, the rest zero. Plain
+// loads and stores where the planes fill 8, 16 or 32 bytes: the masked forms stalled the
+// 4-bit decode (bench/RESULTS.md, "Plain loads and stores of the planes").
+template <uint32_t Bits>
+inline __m256i load_planes(const void* src) {
+  if constexpr (Bits == 2) return _mm256_zextsi128_si256(_mm_loadl_epi64(static_cast<const __m128i*>(src)));
+  if constexpr (Bits == 4) return _mm256_zextsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(src)));
+  if constexpr (Bits == 8) return _mm256_loadu_si256(static_cast<const __m256i*>(src));
+  return _mm256_maskz_loadu_epi32(__mmask8((1u << Bits) - 1u), src);
+}
+
+template <uint32_t Bits>
+inline void store_planes(void* dst, __m256i p) {
+  if constexpr (Bits == 2) _mm_storel_epi64(static_cast<__m128i*>(dst), _mm256_castsi256_si128(p));
+  else if constexpr (Bits == 4) _mm_storeu_si128(static_cast<__m128i*>(dst), _mm256_castsi256_si128(p));
+  else if constexpr (Bits == 8) _mm256_storeu_si256(static_cast<__m256i*>(dst), p);
+  else _mm256_mask_storeu_epi32(dst, __mmask8((1u << Bits) - 1u), p);
+}
+
 // An 8x8 bit transpose per 8 codes: a GF(2) affine step with the codes (byte-reversed) as the
 // matrix and byte j = 2^j as the vectors turns qword k into bit j of codes 8k..8k+7 in byte j;
 // one byte permute then gathers byte j of the four qwords into plane j.
@@ -115,7 +134,7 @@ inline void planes_from_bytes(__m256i v, void* planes) {
   const __m256i reversed = _mm256_shuffle_epi8(v, _mm256_setr_epi8(7,6,5,4,3,2,1,0,15,14,13,12,11,10,9,8,7,6,5,4,3,2,1,0,15,14,13,12,11,10,9,8));
   const __m256i t = _mm256_gf2p8affine_epi64_epi8(_mm256_set1_epi64x(int64_t(0x8040201008040201ull)), reversed, 0);
   const __m256i p = _mm256_permutexvar_epi8(_mm256_setr_epi8(0,8,16,24,1,9,17,25,2,10,18,26,3,11,19,27,4,12,20,28,5,13,21,29,6,14,22,30,7,15,23,31), t);
-  _mm256_mask_storeu_epi32(planes, __mmask8((1u << Bits) - 1u), p);
+  store_planes<Bits>(planes, p);
 }
 #elif defined(PIPECODEC_HOST_AVX512)
 template <uint32_t Bits>
@@ -251,7 +270,7 @@ template <uint32_t Bits>
 struct chunk_values : code_values<Bits> {
   using code_values<Bits>::code_values;
   void operator()(const uint8_t* src, float* v) const {
-    const __m256i p = _mm256_maskz_loadu_epi32(__mmask8((1u << Bits) - 1u), src);
+    const __m256i p = load_planes<Bits>(src);
     // Qword k, byte 7 - j: byte k of plane j, so the affine step's row i is plane i.
     const __m256i t = _mm256_permutexvar_epi8(_mm256_setr_epi8(28,24,20,16,12,8,4,0,29,25,21,17,13,9,5,1,30,26,22,18,14,10,6,2,31,27,23,19,15,11,7,3), p);
     const __m256i codes = _mm256_gf2p8affine_epi64_epi8(_mm256_set1_epi64x(int64_t(0x8040201008040201ull)), t, 0);
