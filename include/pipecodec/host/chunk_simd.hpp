@@ -109,7 +109,7 @@ inline void planes_from_bytes(__m256i v, void* planes) {
 #if defined(PIPECODEC_HOST_GFNI)
 // A chunk's Bits planes (4 bytes each) in the low dwords of a vector, the rest zero. Plain
 // loads and stores where the planes fill 8, 16 or 32 bytes: the masked forms stalled the
-// 4-bit decode (bench/RESULTS.md, "Plain loads and stores of the planes").
+// 4-bit decode (bench/RESULTS.md, "A host with twice the copy speed").
 template <uint32_t Bits>
 inline __m256i load_planes(const void* src) {
   if constexpr (Bits == 2) return _mm256_zextsi128_si256(_mm_loadl_epi64(static_cast<const __m128i*>(src)));
