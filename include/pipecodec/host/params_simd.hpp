@@ -130,7 +130,7 @@ inline __mmask16 make_params_x16(__m512 lo, __m512 hi, const quant_params& q, pa
 // valid_stored_group for groups g0 .. g0 + 15 of a payload without outliers or rotation:
 // true when all 16 are valid. False only says that one is not; the caller's scalar check
 // then finds which.
-inline bool stored_groups_valid_x16(const quant_payload& qp, uint64_t g0) {
+inline bool stored_groups_valid_x16(const pipecodec::detail::quant_payload& qp, uint64_t g0) {
   using namespace pipecodec::detail;
   const quant_layout& L = qp.layout;
   for (uint64_t k = 0; k < 16; ++k)
