@@ -335,6 +335,12 @@ inline void decode_group(const quant_payload& qp, uint64_t g, void* out, uint64_
     const uint32_t cnt = len - e < 32 ? uint32_t(len - e) : 32u;
     float v[32];
 #if defined(PIPECODEC_HOST_GFNI)
+    if constexpr (Out == dtype::f32 && !Accumulate) {  // straight to out: no round trip through v
+      if (cnt == 32 && (j == outliers || outlier_position(qp.bytes, L, g, j) >= e + 32)) {
+        values(src, static_cast<float*>(out) + begin + e);
+        continue;
+      }
+    }
     values(src, v);
 #else
     uint32_t planes[Bits];
