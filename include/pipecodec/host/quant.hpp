@@ -261,6 +261,9 @@ inline void encode_16_groups(const void* x, uint64_t x0, const quant_params& q, 
 }
 #endif
 
+// The element just past group g1 - 1 (the last group may be short).
+inline uint64_t groups_end(const quant_layout& L, uint64_t g1) { return g1 == L.groups ? L.n : L.group_begin(g1); }
+
 // Groups g_begin .. g_end - 1, whose elements x holds from element x0 of the tensor on.
 // Groups go in batches, the batch's parameters first, so the divisions and branches of
 // make_params for several groups overlap instead of stalling each group's codes. In a large
@@ -275,8 +278,8 @@ inline void encode_groups(const void* x, uint64_t x0, const quant_params& q, con
   const auto next_batch = [&](uint64_t g0, uint64_t m, line_prefetcher& pf) {
     const uint64_t n0 = g0 + m, n1 = g_end - n0 < batch ? g_end : n0 + batch;
     if (n0 >= g_end) return;
-    const uint64_t first = L.group_begin(n0), end = n1 == L.groups ? L.n : L.group_begin(n1);
-    pf.add(static_cast<const uint8_t*>(x) + (first - x0) * dtype_bytes(In), (end - first) * dtype_bytes(In));
+    const uint64_t first = L.group_begin(n0), bytes = dtype_bytes(In);
+    pf.add(static_cast<const uint8_t*>(x) + (first - x0) * bytes, (groups_end(L, n1) - first) * bytes);
     pf.pace(m * L.chunks_per_group);
   };
 #if defined(PIPECODEC_HOST_AVX512)
@@ -436,7 +439,7 @@ struct tile_span {
 inline tile_span tile_at(const quant_layout& L, uint64_t g0) {
   const uint64_t step = tile_groups(L), g1 = L.groups - g0 < step ? L.groups : g0 + step;
   const uint64_t first = L.group_begin(g0);
-  return {g0, g1, first, (g1 == L.groups ? L.n : L.group_begin(g1)) - first};
+  return {g0, g1, first, groups_end(L, g1) - first};
 }
 
 // f(g0, g1, first, count) for the tiles of a layout: groups g0 .. g1 - 1, elements first ..
